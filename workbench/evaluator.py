@@ -1,0 +1,126 @@
+"""The evaluator interface the search engine submits candidates to.
+
+Backends: `LocalPoolEvaluator` (default, no extra dependency: K pre-warmed harness servers on
+this machine) and the Ray backend in `workbench.distributed` (the `distributed` extra).
+Every backend returns the same `EvalResult` records with the same isolation rules, because
+every backend ends in `workbench.harness.Harness.evaluate`.
+"""
+from __future__ import annotations
+
+import abc
+import logging
+import queue
+import threading
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.result import EvalResult, Status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalJob:
+    """One candidate to evaluate against one spec."""
+
+    spec_path: str
+    candidate_source: str
+    device: str = "auto"            # auto | cpu | cuda
+    trials: int = 3
+    timeout_s: float = 300.0
+    overrides: dict[str, Any] = field(default_factory=dict)   # module constants of the spec (--set)
+    shapes: list[str] | None = None  # named shapes to check (None: all the spec declares)
+    platform: str | None = None      # target platform label, e.g. "cuda:sm_90" or "cpu" (routing)
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+class Evaluator(abc.ABC):
+    """Asynchronous evaluation of candidates: `submit` returns at once with a Future."""
+
+    @abc.abstractmethod
+    def submit(self, job: EvalJob) -> "Future[EvalResult]":
+        ...
+
+    @property
+    @abc.abstractmethod
+    def capacity(self) -> int:
+        """How many evaluations this evaluator runs at once."""
+
+    def in_flight(self) -> dict[str, int]:
+        """Evaluations running now, per worker or platform label (for progress bars)."""
+        return {}
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LocalPoolEvaluator(Evaluator):
+    """K harness servers on this machine, each evaluating one candidate at a time.
+
+    On a GPU machine keep `workers=1` per GPU: two candidates timed on one GPU disturb each other.
+    """
+
+    def __init__(self, workers: int = 1, device: str = "auto") -> None:
+        from workbench.harness import Harness  # lazy: the harness imports torch
+
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self._device = device
+        self._queue: "queue.Queue[tuple[EvalJob, Future[EvalResult]] | None]" = queue.Queue()
+        self._harnesses = [Harness(device=device) for _ in range(workers)]
+        self._busy: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._loop, args=(h, f"local-{i}"), daemon=True, name=f"eval-{i}")
+            for i, h in enumerate(self._harnesses)
+        ]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def capacity(self) -> int:
+        return len(self._harnesses)
+
+    def submit(self, job: EvalJob) -> "Future[EvalResult]":
+        fut: Future[EvalResult] = Future()
+        self._queue.put((job, fut))
+        return fut
+
+    def in_flight(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._busy)
+
+    def _loop(self, harness: Any, name: str) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            job, fut = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            with self._lock:
+                self._busy[name] = 1
+            try:
+                fut.set_result(harness.evaluate_job(job))
+            except Exception as exc:  # the harness itself failed: an infrastructure error
+                log.exception("harness failed on job %s", job.job_id)
+                fut.set_result(EvalResult(status=Status.INFRA_ERROR, error=f"{type(exc).__name__}: {exc}"))
+            finally:
+                with self._lock:
+                    self._busy.pop(name, None)
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(timeout=5)
+        for h in self._harnesses:
+            h.close()
