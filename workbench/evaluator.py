@@ -124,3 +124,16 @@ class LocalPoolEvaluator(Evaluator):
             t.join(timeout=5)
         for h in self._harnesses:
             h.close()
+
+
+def make_evaluator(kind: str = "local", *, workers: int = 1, device: str = "auto", **kwargs: Any) -> Evaluator:
+    """Build an evaluator by name: `local` (default) or `ray` (needs the `distributed` extra)."""
+    if kind == "local":
+        return LocalPoolEvaluator(workers=workers, device=device)
+    if kind == "ray":
+        try:
+            from workbench.distributed import RayEvaluator
+        except ImportError as exc:
+            raise ValueError(f"the ray evaluator needs the 'distributed' extra (pip install ray): {exc}") from exc
+        return RayEvaluator(workers=workers, device=device, **kwargs)
+    raise ValueError(f"unknown evaluator {kind!r}: expected 'local' or 'ray'")
