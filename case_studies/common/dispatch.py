@@ -1,0 +1,112 @@
+"""Shape-aware dispatch from recorded results: use the Triton kernel only where the recorded benchmark
+shows it beats PyTorch, the PyTorch path everywhere else (the paper deploys Optimized FM for N <= 64 and
+falls back beyond; its conv1d kernel loses out of distribution, hence dispatch there too).
+
+A subclass names the shape parameters that key a recorded row (`key_params`), the contender names of
+the kernel and the baseline, and says which shapes the kernel supports at all (`supports`). A shape that
+was not recorded takes the decision of the nearest recorded shape (log-distance over the key
+parameters) when it is within `max_log_distance`, else PyTorch: an unmeasured region is not a win.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from case_studies.common.results import read_rows
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Decision:
+    use_kernel: bool
+    reason: str
+    matched: dict[str, Any] | None = None     # the recorded shape the decision came from
+    kernel_us: float | None = None
+    baseline_us: float | None = None
+
+
+class ShapeDispatcher:
+    key_params: tuple[str, ...] = ()
+    kernel_contender: str = "triton"
+    baseline_contender: str = "eager"
+    # The kernel must win in every launch mode that was recorded for the shape (a user may or may not
+    # replay a CUDA graph; a dispatcher that helps one and hurts the other is not "never slower").
+    modes: tuple[str, ...] = ("plain", "graph")
+    margin: float = 1.0            # kernel_us * margin < baseline_us to pick the kernel
+    max_log_distance: float = math.log(2.0)
+
+    def __init__(self, results_csv: str | Path | None = None, rows: list[dict[str, Any]] | None = None):
+        if rows is None:
+            rows = read_rows(results_csv) if results_csv is not None and Path(results_csv).exists() else []
+            if results_csv is not None and not rows:
+                log.warning("no recorded results at %s: every shape falls back to PyTorch", results_csv)
+        self._table: dict[tuple[str, tuple], dict[tuple[str, str], float]] = {}
+        for r in rows:
+            if r.get("status") != "ok" or r.get("median_us") is None:
+                continue
+            if r["contender"] not in (self.kernel_contender, self.baseline_contender):
+                continue
+            if r["mode"] not in self.modes:
+                continue
+            params = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
+            try:
+                key = tuple(params[k] for k in self.key_params)
+            except KeyError:
+                continue
+            cell = self._table.setdefault((r["dtype"], key), {})
+            prev = cell.get((r["contender"], r["mode"]))
+            # a shape measured twice (two sweeps) keeps the slower kernel, the faster baseline: conservative
+            med = float(r["median_us"])
+            if prev is None:
+                cell[(r["contender"], r["mode"])] = med
+            elif r["contender"] == self.kernel_contender:
+                cell[(r["contender"], r["mode"])] = max(prev, med)
+            else:
+                cell[(r["contender"], r["mode"])] = min(prev, med)
+
+    # -- to override -------------------------------------------------------------------------------
+    def supports(self, params: dict[str, Any], dtype: str) -> bool:
+        """Whether the kernel handles this shape and dtype at all."""
+        return True
+
+    # ------------------------------------------------------------------------------------------------
+    def recorded(self) -> list[tuple[str, dict[str, Any], bool]]:
+        """(dtype, key params, kernel wins) for every recorded shape."""
+        out = []
+        for (dtype, key), cell in self._table.items():
+            out.append((dtype, dict(zip(self.key_params, key, strict=True)), self._wins(cell)[0]))
+        return out
+
+    def _wins(self, cell: dict[tuple[str, str], float]) -> tuple[bool, float | None, float | None]:
+        seen = [m for m in self.modes if (self.kernel_contender, m) in cell and (self.baseline_contender, m) in cell]
+        if not seen:
+            return False, None, None
+        wins = all(cell[(self.kernel_contender, m)] * self.margin < cell[(self.baseline_contender, m)] for m in seen)
+        m0 = seen[0]
+        return wins, cell[(self.kernel_contender, m0)], cell[(self.baseline_contender, m0)]
+
+    def decide(self, params: dict[str, Any], dtype: str) -> Decision:
+        if not self.supports(params, dtype):
+            return Decision(False, "kernel does not support this shape/dtype")
+        key = tuple(params[k] for k in self.key_params)
+        best, best_d = None, math.inf
+        for (dt, k), cell in self._table.items():
+            if dt != dtype:
+                continue
+            d = math.sqrt(sum(math.log(max(a, 1) / max(b, 1)) ** 2 for a, b in zip(key, k, strict=True)))
+            if d < best_d:
+                best, best_d = (k, cell), d
+        if best is None:
+            return Decision(False, f"no recorded result for {dtype}")
+        if best_d > self.max_log_distance:
+            return Decision(False, f"nearest recorded shape is too far (log-distance {best_d:.2f})",
+                            dict(zip(self.key_params, best[0], strict=True)))
+        wins, k_us, b_us = self._wins(best[1])
+        matched = dict(zip(self.key_params, best[0], strict=True))
+        how = "recorded" if best_d == 0 else f"nearest recorded (log-distance {best_d:.2f})"
+        return Decision(wins, f"{how}: kernel {'wins' if wins else 'loses'}", matched, k_us, b_us)
