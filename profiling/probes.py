@@ -1,0 +1,126 @@
+"""Probe-region conventions: read a kernel's declared regions; check they survive compilation.
+
+A kernel lists its regions in its docstring (docs/CONTRACTS.md), as a line
+`Probe regions: load_x, compute, store.`; `declared_regions(kernel)` reads that line.
+`ttgir_regions(...)` compiles a kernel with probes on for a GPU target, on any machine (no GPU
+needed), and returns the region names found in the TTGIR: the check that probes are not lost
+before Proton's own lowering passes (which need a GPU session) run.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from typing import Any
+
+from .errors import ProfilingUnavailable
+
+log = logging.getLogger(__name__)
+
+_REGIONS_LINE = re.compile(r"Probe regions:\s*(?P<names>[A-Za-z0-9_,\s]+)", re.IGNORECASE)
+_RECORD = re.compile(r'proton\.record\s+(start|end)\s+"(?P<name>[^"]+)"')
+
+
+def python_function(kernel: Any) -> Any:
+    """The plain Python function behind a JITFunction, InterpretedFunction or autotuner."""
+    fn = kernel
+    for _ in range(4):
+        inner = getattr(fn, "fn", None)
+        if inner is None:
+            break
+        fn = inner
+    return fn
+
+
+def declared_regions(kernel: Any) -> list[str]:
+    """Region names from the `Probe regions: a, b, c.` line of the kernel's docstring."""
+    doc = inspect.getdoc(python_function(kernel)) or ""
+    m = _REGIONS_LINE.search(doc)
+    if not m:
+        return []
+    return [n.strip() for n in m["names"].replace("\n", " ").split(",") if n.strip()]
+
+
+def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any],
+                  arch: int = 90, warp_size: int = 32, probes_flag: str = "PROBES") -> dict[str, list[str]]:
+    """Compile `kernel` with `probes_flag=True` for `GPUTarget("cuda", arch, warp_size)` up to TTGIR.
+
+    Returns {"ttir": [...], "ttgir": [...]}: region names (each once, in order of first record).
+    Uses Triton 3.6's compiler stages directly (private API: `make_backend`, `add_stages`) and turns
+    Proton's frontend switch on for the duration, restoring it after. Under TRITON_INTERPRET=1 the
+    standard-library helpers (`tl.sigmoid`, `tl.cdiv`) are interpreter objects that the compiler cannot
+    use, so the compilation then runs in a child process without that variable.
+    """
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return _ttgir_regions_in_child(kernel, signature, constexprs, arch, warp_size, probes_flag)
+    try:
+        from triton._C.libtriton import ir
+        from triton._C.libtriton import proton as triton_proton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        from triton.compiler.compiler import make_backend
+        from triton.profiler.flags import flags
+        from triton.runtime.jit import JITFunction
+    except ImportError as exc:
+        raise ProfilingUnavailable(f"this Triton build lacks the pieces needed to compile with probes: {exc}") from exc
+
+    fn = kernel if isinstance(kernel, JITFunction) else JITFunction(python_function(kernel))
+    sig = dict(signature)
+    consts = dict(constexprs, **{probes_flag: True})
+    for name in consts:
+        sig[name] = "constexpr"
+    target = GPUTarget("cuda", arch, warp_size)
+    backend = make_backend(target)
+    options = backend.parse_options({})
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    triton_proton.load_dialects(ctx)
+    src = ASTSource(fn=fn, signature=sig, constexprs=consts)
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, options, src.language)
+    saved = flags.instrumentation_on
+    flags.instrumentation_on = True  # makes pl.enter_scope emit proton.record ops, as a session does
+    try:
+        module = src.make_ir(target, options, backend.get_codegen_implementation(options),
+                             backend.get_module_map(), ctx)
+        out: dict[str, list[str]] = {}
+        metadata: dict[str, Any] = {}
+        for stage in ("ttir", "ttgir"):
+            module = stages[stage](module, metadata)
+            out[stage] = list(dict.fromkeys(m["name"] for m in _RECORD.finditer(str(module))))
+    finally:
+        flags.instrumentation_on = saved
+    return out
+
+
+def _ttgir_regions_in_child(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any], arch: int,
+                            warp_size: int, probes_flag: str) -> dict[str, list[str]]:
+    fn = python_function(kernel)
+    job = {"module": fn.__module__, "name": fn.__name__, "signature": signature, "constexprs": constexprs,
+           "arch": arch, "warp_size": warp_size, "probes_flag": probes_flag}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-m", "profiling.probes"], input=json.dumps(job), env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"compiling {job['module']}.{job['name']} with probes for cuda:{arch} failed:\n"
+                           + proc.stderr[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _main() -> None:
+    import importlib
+
+    job = json.loads(sys.stdin.read())
+    kernel = getattr(importlib.import_module(job["module"]), job["name"])
+    out = ttgir_regions(kernel, job["signature"], job["constexprs"], job["arch"], job["warp_size"],
+                        job["probes_flag"])
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    _main()
