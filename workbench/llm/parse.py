@@ -239,10 +239,8 @@ def _finish(code: str, notes: list[str], n_blocks: int, truncated: bool) -> Code
         notes.append(f"syntax error at {err}")
     if not has_model:
         notes.append("the code does not define class ModelNew")
-    if ok and has_model and not truncated and len(notes) <= 1 and n_blocks == 1:
-        diagnosis = "ok: one code block defining ModelNew"
-    else:
-        diagnosis = "; ".join(notes) if notes else "ok"
+    # no notes at all means: one closed block, defining ModelNew, that parses
+    diagnosis = "; ".join(notes) if notes else "ok: one code block defining ModelNew"
     return CodeExtraction(
         code=code,
         diagnosis=diagnosis,
@@ -269,15 +267,31 @@ def _top_level_defs(tree: ast.Module) -> set[str]:
     return names
 
 
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Every name the code binds anywhere (assignments, parameters, defs, imports, handlers)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
 def _merge_helpers(chosen: _Block, blocks: list[_Block]) -> tuple[str, list[int]] | None:
     """Prepend other blocks whose top-level definitions the chosen block uses but lacks."""
     try:
         tree = ast.parse(chosen.code)
     except (SyntaxError, ValueError):
         return None
-    defined = _top_level_defs(tree)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    missing = used - defined - set(dir(builtins))
+    missing = used - _bound_names(tree) - set(dir(builtins))
     if not missing:
         return None
     parts: list[str] = []
