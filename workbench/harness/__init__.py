@@ -1,0 +1,184 @@
+"""The evaluation harness: the fitness function every other part of the workbench optimizes.
+
+`Harness` keeps one pre-warmed server process (torch and triton imported) and evaluates each
+candidate in a fresh forked child (see `server.py`, `child.py`, `guards.py`). `evaluate()` is the
+one-shot convenience.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.env import cuda_visible, stripped_environ
+from workbench.evaluator import EvalJob
+from workbench.result import EvalResult, Status
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Harness", "evaluate", "resolve_device"]
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r}: expected auto, cpu or cuda")
+    if device == "auto":
+        return "cuda" if cuda_visible() else "cpu"
+    if device == "cuda" and not cuda_visible():
+        raise ValueError("device 'cuda' asked for, but no NVIDIA GPU is visible on this machine")
+    return device
+
+
+class Harness:
+    """A pre-warmed evaluation server; one evaluation at a time (use several for a pool)."""
+
+    def __init__(self, device: str = "auto", startup_timeout_s: float = 180.0) -> None:
+        self.device = resolve_device(device)
+        self._startup_timeout = startup_timeout_s
+        self._proc: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+        self.startup_s: float | None = None
+        self._platform: dict[str, Any] | None = None
+
+    # -- server lifecycle -------------------------------------------------------------------
+    def _start(self) -> None:
+        env = stripped_environ()  # secrets never reach the server, hence never a candidate
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        else:
+            env.pop("TRITON_INTERPRET", None)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        t0 = time.perf_counter()
+        self._proc = subprocess.Popen([sys.executable, "-m", "workbench.harness.server", self.device],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                                      text=True, env=env, bufsize=1)
+        line = self._readline(self._startup_timeout)
+        if not line or not json.loads(line).get("ready"):
+            self.close()
+            raise RuntimeError("the harness server failed to start (see its stderr above)")
+        self.startup_s = time.perf_counter() - t0
+        log.info("harness server ready on %s in %.2f s", self.device, self.startup_s)
+
+    def _readline(self, timeout_s: float) -> str | None:
+        assert self._proc is not None and self._proc.stdout is not None
+        result: list[str] = []
+        t = threading.Thread(target=lambda: result.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        t.start()
+        t.join(timeout_s)
+        return result[0] if result and result[0] else None
+
+    def close(self) -> None:
+        if self._proc is not None:
+            try:
+                if self._proc.stdin:
+                    self._proc.stdin.close()
+                self._proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, OSError):
+                self._proc.kill()
+            self._proc = None
+
+    def __enter__(self) -> "Harness":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def platform(self) -> dict[str, Any]:
+        if self._platform is None:
+            from workbench.platforms import describe_device
+
+            self._platform = describe_device(self.device).to_dict() if self.device == "cuda" else \
+                describe_device("cpu").to_dict()
+        return self._platform
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def evaluate_job(self, job: EvalJob) -> EvalResult:
+        payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
+                   "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
+                   "shapes": job.shapes}
+        t0 = time.perf_counter()
+        startup = 0.0
+        with self._lock:
+            for attempt in (1, 2):
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start()
+                    startup += self.startup_s or 0.0
+                assert self._proc is not None and self._proc.stdin is not None
+                try:
+                    self._proc.stdin.write(json.dumps(payload) + "\n")
+                    self._proc.stdin.flush()
+                    line = self._readline(job.timeout_s * 2 + 900)
+                except (BrokenPipeError, OSError):
+                    line = None
+                if line:
+                    break
+                log.warning("harness server lost (attempt %d); restarting", attempt)
+                self.close()
+            else:
+                return EvalResult(status=Status.INFRA_ERROR, error="the harness server died twice on this job",
+                                  device=self.device)
+        raw = json.loads(line)
+        return self._to_result(raw, time.perf_counter() - t0 - startup)
+
+    def evaluate(self, spec: str | Path, candidate: str | Path, *, trials: int = 3, timeout_s: float = 300.0,
+                 overrides: dict[str, Any] | None = None, shapes: list[str] | None = None) -> EvalResult:
+        return self.evaluate_job(EvalJob(spec_path=str(spec), candidate_source=_source_of(candidate),
+                                         trials=trials, timeout_s=timeout_s, overrides=overrides or {},
+                                         shapes=shapes, device=self.device))
+
+    def _to_result(self, raw: dict[str, Any], wall: float) -> EvalResult:
+        status = Status(raw.get("status", "infra_error"))
+        t = raw.get("timings_s", {})
+        t["client_wall"] = wall  # excludes the server's one-time start-up
+        own = sum(t.get(k, 0.0) for k in ("compile_and_first_call", "correctness", "timing", "baseline_timing"))
+        t["harness_overhead"] = max(0.0, wall - own)
+        res = EvalResult(status=status, device=self.device, platform=self.platform(),
+                         error=raw.get("error", ""), violations=list(raw.get("violations", [])),
+                         triton_launches=int(raw.get("launches", 0)), aten_ops=list(raw.get("aten_ops", [])),
+                         stdout_tail=raw.get("stdout_tail", "")[-2000:], timings_s=t,
+                         max_abs_err=raw.get("max_abs_err"), max_rel_err=raw.get("max_rel_err"))
+        plan = raw.get("plan") or {}
+        res.shapes = list(plan.get("shapes", []))
+        res.details["timed_shape"] = plan.get("timed")
+        res.trials = int(raw.get("trials", 0)) or len(res.shapes)
+        cand, base = raw.get("timing"), raw.get("baseline")
+        if cand:
+            res.runtime_us, res.runtime_p20_us, res.runtime_p80_us = cand["median_us"], cand["p20_us"], cand["p80_us"]
+            res.details["reps"] = cand.get("reps")
+        if base:
+            res.baseline_runtime_us, res.baseline_p20_us, res.baseline_p80_us = (
+                base["median_us"], base["p20_us"], base["p80_us"])
+        if status == Status.PASSED:
+            res.correct = True
+            if cand and base and cand["median_us"] > 0:
+                res.speedup = base["median_us"] / cand["median_us"]
+                res.fitness = res.speedup
+        elif status == Status.REJECTED and not res.error:
+            res.error = "rule broken: " + ", ".join(res.violations)
+        return res
+
+
+def _source_of(candidate: str | Path) -> str:
+    """A path to a candidate file, or the candidate's source text itself."""
+    if isinstance(candidate, Path) or ("\n" not in str(candidate) and str(candidate).endswith(".py")):
+        p = Path(candidate)
+        if not p.is_file():
+            raise FileNotFoundError(f"candidate file not found: {p}")
+        return p.read_text()
+    return str(candidate)
+
+
+def evaluate(spec: str | Path, candidate: str | Path, *, device: str = "auto", trials: int = 3,
+             timeout_s: float = 300.0, overrides: dict[str, Any] | None = None,
+             shapes: list[str] | None = None) -> EvalResult:
+    """Evaluate one candidate (a path or source text) against a spec in an isolated process."""
+    with Harness(device=device) as h:
+        return h.evaluate(spec, candidate, trials=trials, timeout_s=timeout_s, overrides=overrides, shapes=shapes)

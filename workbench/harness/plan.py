@@ -1,0 +1,84 @@
+"""What one evaluation checks and times: shapes, trials, seeds. Shared by candidate and reference
+processes, so both build bit-identical inputs from the same seeds."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from workbench.spec import Spec, SpecError
+
+N_TIMING_SETS = 4  # input sets rotated through the timed repetitions (defeats memoization)
+
+
+@dataclass
+class Plan:
+    shapes: list[tuple[str, dict[str, Any]]]   # (name, constant overrides)
+    timed_shape: str
+    trials: int
+    seed: int = 1234
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def trial_seed(self, shape_idx: int, trial: int) -> int:
+        return self.seed + 1000 * shape_idx + trial
+
+    def model_seed(self, shape_idx: int) -> int:
+        return self.seed + 1000 * shape_idx + 999
+
+    def timing_seed(self, j: int) -> int:
+        return self.seed + 500_000 + j
+
+
+def make_plan(spec: Spec, device: str, trials: int, shapes: list[str] | None, seed: int = 1234) -> Plan:
+    """Default shapes: on the GPU every named shape; on the CPU the module defaults plus `CPU_SHAPES`."""
+    named = spec.shapes
+    if shapes:
+        unknown = [s for s in shapes if s != "default" and s not in named]
+        if unknown:
+            raise SpecError(f"unknown shape(s) {unknown}; the spec declares {['default', *named]}")
+        chosen = [(s, {} if s == "default" else named[s]) for s in shapes]
+    elif device == "cuda" and named:
+        chosen = [("default", {})] + list(named.items())
+    else:
+        cpu_names = list(getattr(spec.module, "CPU_SHAPES", []) or [])
+        chosen = [("default", {})] + [(s, named[s]) for s in cpu_names if s in named]
+    names = [n for n, _ in chosen]
+    if device == "cuda" and "production" in names:
+        timed = "production"
+    elif device == "cuda" and len(names) > 1 and not shapes:
+        timed = names[1]
+    else:
+        timed = names[0]
+    return Plan(shapes=chosen, timed_shape=timed, trials=max(1, trials), seed=seed)
+
+
+def to_device(obj: Any, device: str) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(o, device) for o in obj)
+    return obj
+
+
+def build_inputs(spec: Spec, seed: int, device: str) -> list[Any]:
+    torch.manual_seed(seed)
+    return list(to_device(list(spec.module.get_inputs()), device))
+
+
+def build_init_inputs(spec: Spec, seed: int, device: str) -> list[Any]:
+    torch.manual_seed(seed)
+    return list(to_device(list(spec.module.get_init_inputs()), device))
+
+
+def apply_shape(spec: Spec, base: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Reset the constants to the job's base values, then apply this shape's."""
+    spec.apply(base)
+    spec.apply(overrides)
+
+
+def copy_into(buffers: list[Any], src: list[Any]) -> None:
+    """Refill the same input buffers with new content (same pointers, other values)."""
+    for b, s in zip(buffers, src):
+        if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor) and b.shape == s.shape and b.dtype == s.dtype:
+            b.copy_(s)

@@ -1,0 +1,231 @@
+"""The pre-warmed evaluation server: torch and triton imported once, each candidate in a fork.
+
+Protocol: one JSON job per line on stdin, one JSON result per line on stdout. Logs go to stderr.
+For every job the server forks the candidate process, waits for it (wall-clock timeout, resident
+memory watch on the GPU), then forks the reference process, which judges the candidate's saved
+outputs. The verdict is assembled here, from what the reference process computed: nothing the
+candidate prints is parsed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("workbench.harness.server")
+
+
+def _child(fn: Callable[[int], None]) -> tuple[int, int]:
+    """Fork; the child runs fn(write_fd) and exits hard. Returns (pid, read_fd)."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r)
+            fn(w)
+        except BaseException:  # noqa: BLE001 - last resort in a child that must not return
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _kill_group(pid: int) -> None:
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _wait(pid: int, fd: int, timeout_s: float, rss_limit: int) -> tuple[bytes, str | None, int | None]:
+    """Read the child's report until EOF; returns (data, failure, exit_status)."""
+    deadline = time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    failure: str | None = None
+    open_fd = True
+    while open_fd:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            failure = "timeout"
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if ready:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                open_fd = False
+            else:
+                chunks.append(data)
+        if rss_limit and _rss_bytes(pid) > rss_limit:
+            failure = "memory"
+            break
+    if failure:
+        _kill_group(pid)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks), failure, status
+
+
+def _describe_exit(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by signal {signal.Signals(sig).name}"
+    return f"exited with code {os.WEXITSTATUS(status)}"
+
+
+def _last_json(data: bytes) -> dict[str, Any] | None:
+    for line in reversed(data.decode(errors="replace").strip().splitlines()):
+        try:
+            obj = json.loads(line)
+            if isinstance(obj, dict):
+                return obj
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def _tail_file(path: Path, n: int = 2000) -> str:
+    try:
+        data = path.read_bytes()
+        return data[-n:].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Server:
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.baselines: dict[str, dict[str, float]] = {}
+        self.root = Path(tempfile.mkdtemp(prefix="wb-harness-"))
+
+    def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
+        from workbench.harness import child
+
+        t0 = time.perf_counter()
+        job["device"] = self.device
+        timeout = float(job.get("timeout_s", 300.0))
+        rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30) if self.device == "cuda" else 0
+        sandbox = Path(tempfile.mkdtemp(prefix="cand-", dir=self.root))
+        (sandbox / "candidate.py").write_text(job["candidate_source"])
+        res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {}}
+        try:
+            pid, fd = _child(lambda w: child.run_candidate(job, sandbox, w))
+            data, failure, status = _wait(pid, fd, timeout, rss_limit)
+            cand = _last_json(data) if not failure else None
+            res["stdout_tail"] = _tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt")
+            if failure == "timeout":
+                return self._done(res, "timeout", f"candidate exceeded the {timeout:g} s wall-clock limit", t0)
+            if failure == "memory":
+                return self._done(res, "crashed", f"candidate exceeded the resident memory limit "
+                                  f"({job.get('mem_limit_gb', 8.0)} GiB)", t0)
+            if cand is None:
+                return self._done(res, "crashed", f"candidate process {_describe_exit(status)} before reporting "
+                                  f"(segfault, abort or os._exit)\n{res['stdout_tail'][-800:]}", t0)
+            res.update({k: cand[k] for k in ("violations", "launches", "aten_ops", "plan", "timing") if k in cand})
+            res["timings_s"].update(cand.get("timings_s", {}))
+            if cand["status"] != "passed":
+                return self._done(res, cand["status"], cand.get("error", ""), t0)
+            key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
+            cached = self.baselines.get(key) if job.get("cache_baseline", True) else None
+            pid, fd = _child(lambda w: self._reference(job, cand, sandbox, w, cached))
+            data, failure, status = _wait(pid, fd, max(timeout, 600.0), 0)
+            ref = _last_json(data)
+            if ref is None:
+                return self._done(res, "infra_error", f"reference process {_describe_exit(status)} "
+                                  f"({failure or 'no report'})", t0)
+            if "bad_spec" in ref:
+                return self._done(res, "bad_spec", ref["bad_spec"], t0)
+            if "reference_error" in ref:
+                return self._done(res, "bad_spec", "the spec's Model failed: " + ref["reference_error"], t0)
+            res["timings_s"].update(ref.get("timings_s", {}))
+            res["max_abs_err"] = ref.get("max_abs_err")
+            res["max_rel_err"] = ref.get("max_rel_err")
+            if not ref["correct"]:
+                return self._done(res, "incorrect", "output mismatch: " + "\n".join(ref["problems"][:8]), t0)
+            if "baseline" in ref:
+                self.baselines[key] = ref["baseline"]
+                res["baseline"] = ref["baseline"]
+            return self._done(res, "passed", "", t0)
+        finally:
+            if not job.get("keep_sandbox"):
+                shutil.rmtree(sandbox, ignore_errors=True)
+
+    def _reference(self, job: dict[str, Any], cand: dict[str, Any], sandbox: Path, w: int,
+                   cached: dict[str, float] | None) -> None:
+        from workbench.harness import child
+
+        out = os.open(self.root / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        child.run_reference(job, cand, sandbox, w, cached)
+
+    def _done(self, res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
+        res["status"] = status
+        if error:
+            res["error"] = error
+        res["timings_s"]["server_wall"] = time.perf_counter() - t0
+        return res
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s harness-server: %(message)s")
+    device = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+    t0 = time.perf_counter()
+    import torch  # noqa: F401 - pre-warm: every forked child inherits these imports
+    import torch._dynamo  # noqa: F401 - imported lazily it rewraps torch.manual_seed mid-evaluation
+    import torch.utils._python_dispatch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+    import triton.testing  # noqa: F401
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        import triton.runtime.interpreter  # noqa: F401
+
+    from workbench.harness import child, opcheck  # noqa: F401
+
+    opcheck.install_triton_wrappers()
+    server = Server(device)
+    out = sys.stdout
+    out.write(json.dumps({"ready": True, "startup_s": time.perf_counter() - t0, "pid": os.getpid()}) + "\n")
+    out.flush()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            try:
+                res = server.run_job(job)
+            except Exception as exc:  # the server stays up: the job becomes an infrastructure error
+                log.exception("job failed inside the server")
+                res = {"status": "infra_error", "error": f"harness server: {type(exc).__name__}: {exc}"}
+            out.write(json.dumps(res) + "\n")
+            out.flush()
+    finally:
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
