@@ -1,4 +1,5 @@
 """Fixtures for the LLM step tests: a scripted local HTTP endpoint."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Each request pops the next scripted `Reply` (the last one repeats), so a test states exactly what the
 endpoint does: "429 with Retry-After: 1, then 200". Every request is recorded with its headers.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,20 +17,28 @@ from typing import Any
 @dataclass
 class Reply:
     status: int = 200
-    body: Any = None                  # dict -> JSON; str -> raw text; None -> a chat completion
+    body: Any = None  # dict -> JSON; str -> raw text; None -> a chat completion
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
 
 
-def completion(text: str = "```python\nclass ModelNew:\n    pass\n```", prompt_tokens: int = 11,
-               completion_tokens: int = 7, model: str = "stub-model", finish: str = "stop") -> dict:
+def completion(
+    text: str = "```python\nclass ModelNew:\n    pass\n```",
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+    model: str = "stub-model",
+    finish: str = "stop",
+) -> dict:
     return {
         "id": "cmpl-1",
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -61,8 +70,9 @@ class StubServer:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 with stub._lock:
-                    stub.requests.append(Recorded(self.command, self.path, dict(self.headers.items()),
-                                                  body, time.monotonic()))
+                    stub.requests.append(
+                        Recorded(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
+                    )
                     reply = stub.script.pop(0) if len(stub.script) > 1 else stub.script[0]
                 if reply.delay_s:
                     time.sleep(reply.delay_s)

@@ -1,4 +1,5 @@
 """LLM configuration: environment precedence, YAML with ${VAR} secrets, redaction."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,9 @@ def test_env_precedence_and_types():
     assert cfg.base_url == "http://workbench-var/v1" and cfg.model == "qwen"
     assert cfg.api_key == SECRET and cfg.api_key_env == "WORKBENCH_LLM_API_KEY"
     assert cfg.timeout_s == 12.5 and cfg.max_retries == 7
-    only_openai = LLMConfig.from_env({"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://x/v1"}, provider="openai")
+    only_openai = LLMConfig.from_env(
+        {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "http://x/v1"}, provider="openai"
+    )
     assert only_openai.api_key_env == "OPENAI_API_KEY" and only_openai.base_url == "http://x/v1"
     # explicit overrides beat the environment; None overrides are ignored
     assert LLMConfig.from_env(env, model="llama", base_url=None).model == "llama"

@@ -1,4 +1,5 @@
 """The openai provider's HTTP policy against a real local HTTP server (scripted replies)."""
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,22 @@ from workbench.llm import LLMConfig, LLMError, get_provider
 from workbench.llm.openai_compat import OpenAIProvider, backoff_delay, parse_retry_after
 
 KEY = "sk-test-SECRET-0123456789"
-MSGS = [{"role": "system", "content": "You write Triton kernels."},
-        {"role": "user", "content": "Make ReLU fast."}]
+MSGS = [
+    {"role": "system", "content": "You write Triton kernels."},
+    {"role": "user", "content": "Make ReLU fast."},
+]
 
 
 def provider(stub, **over) -> OpenAIProvider:
-    cfg = dict(base_url=stub.url, model="m", api_key=KEY, backoff_base_s=0.05, backoff_max_s=1.0,
-               timeout_s=10.0, max_retries=3)
+    cfg = dict(
+        base_url=stub.url,
+        model="m",
+        api_key=KEY,
+        backoff_base_s=0.05,
+        backoff_max_s=1.0,
+        timeout_s=10.0,
+        max_retries=3,
+    )
     cfg.update(over)
     p = get_provider("openai", **cfg)
     assert isinstance(p, OpenAIProvider)
@@ -75,7 +85,7 @@ def test_5xx_is_retried_with_growing_backoff(stub):
     with provider(stub, backoff_base_s=0.1, max_retries=3) as p:
         reply = p.generate(MSGS)
     assert reply.attempts == 4 and len(stub.requests) == 4
-    gaps = [b.t - a.t for a, b in zip(stub.requests, stub.requests[1:])]
+    gaps = [b.t - a.t for a, b in zip(stub.requests, stub.requests[1:], strict=False)]
     # equal jitter: attempt n waits in [base*2**n / 2, base*2**n]
     for n, gap in enumerate(gaps):
         assert gap >= 0.1 * 2**n / 2 * 0.95, gaps
@@ -147,7 +157,10 @@ def test_unreachable_endpoint_fails_fast_and_clearly():
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     t0 = time.monotonic()
-    with get_provider("openai", base_url=url, model="m", connect_retries=2) as p, pytest.raises(LLMError) as ei:
+    with (
+        get_provider("openai", base_url=url, model="m", connect_retries=2) as p,
+        pytest.raises(LLMError) as ei,
+    ):
         p.generate(MSGS)
     elapsed = time.monotonic() - t0
     assert ei.value.kind == "unreachable" and ei.value.attempts == 3
@@ -161,8 +174,10 @@ def test_unreachable_endpoint_fails_fast_and_clearly():
         (Reply(200, body="<html>not json</html>"), "bad_response"),
         (Reply(200, body={"choices": []}), "bad_response"),
         (Reply(200, body={"error": {"message": "model crashed"}}), "bad_response"),
-        (Reply(200, body={"choices": [{"message": {"content": None}, "finish_reason": "length"}]}),
-         "bad_response"),
+        (
+            Reply(200, body={"choices": [{"message": {"content": None}, "finish_reason": "length"}]}),
+            "bad_response",
+        ),
         (Reply(400, body={"error": {"message": "context length exceeded"}}), "bad_response"),
         (Reply(404, body={"error": "no such route"}), "config"),
     ],
@@ -202,7 +217,12 @@ def test_concurrent_calls_share_one_provider(stub):
 
 def test_bad_messages_and_settings_are_config_errors(stub):
     with provider(stub) as p:
-        for bad in ([], [{"content": "x"}], [{"role": "robot", "content": "x"}], [{"role": "user", "content": 3}]):
+        for bad in (
+            [],
+            [{"content": "x"}],
+            [{"role": "robot", "content": "x"}],
+            [{"role": "user", "content": 3}],
+        ):
             with pytest.raises(LLMError) as ei:
                 p.generate(bad)
             assert ei.value.kind == "config"

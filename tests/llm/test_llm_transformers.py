@@ -1,4 +1,5 @@
 """The transformers provider on a tiny randomly initialised Llama built here (no download, CPU)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,13 +11,19 @@ tokenizers = pytest.importorskip("tokenizers")
 from workbench.llm import LLMError, get_provider  # noqa: E402
 from workbench.llm.parse import extract_code  # noqa: E402
 
-WORDS = ("System User Assistant : write a triton kernel for relu class ModelNew def forward return x y import "
-         "torch ( ) self . , = tl program_id").split()
+WORDS = (
+    "System User Assistant : write a triton kernel for relu class ModelNew def forward return x y import "
+    "torch ( ) self . , = tl program_id"
+).split()
 SPECIAL = ["<pad>", "<s>", "</s>", "<unk>", "<|user|>", "<|assistant|>", "<|system|>"]
-TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} {% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-MSGS = [{"role": "system", "content": "write a triton kernel"},
-        {"role": "user", "content": "write a triton kernel for relu : class ModelNew"}]
+TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+MSGS = [
+    {"role": "system", "content": "write a triton kernel"},
+    {"role": "user", "content": "write a triton kernel for relu : class ModelNew"},
+]
 CONTEXT = 64
 
 
@@ -27,13 +34,28 @@ def _build(path, *, chat_template: bool) -> None:
     vocab = {w: i for i, w in enumerate(SPECIAL + WORDS)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>", additional_special_tokens=SPECIAL[4:])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        additional_special_tokens=SPECIAL[4:],
+    )
     if chat_template:
         fast.chat_template = TEMPLATE
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=CONTEXT,
-                      bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    cfg = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=CONTEXT,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(path)
     fast.save_pretrained(path)
@@ -55,9 +77,14 @@ def _reference_greedy(path, ids: list[int], n: int) -> str:
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path).eval()
     with torch.no_grad():
-        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                             max_new_tokens=n, do_sample=False, pad_token_id=0)
-    return tok.decode(out[0, len(ids):], skip_special_tokens=True)
+        out = model.generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            max_new_tokens=n,
+            do_sample=False,
+            pad_token_id=0,
+        )
+    return tok.decode(out[0, len(ids) :], skip_special_tokens=True)
 
 
 def test_chat_template_path(model_dirs):
@@ -88,8 +115,9 @@ def test_plain_prompt_path_without_template(model_dirs):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(path)
-    transcript = ("System: write a triton kernel\n\nUser: write a triton kernel for relu : class ModelNew"
-                  "\n\nAssistant:")
+    transcript = (
+        "System: write a triton kernel\n\nUser: write a triton kernel for relu : class ModelNew\n\nAssistant:"
+    )
     ids = tok(transcript)["input_ids"]
     reply = p.generate(MSGS, max_tokens=5, temperature=0)
     assert reply.prompt_tokens == len(ids)
