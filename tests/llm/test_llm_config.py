@@ -107,3 +107,22 @@ def test_unreadable_yaml_is_a_config_error(tmp_path):
     assert ei.value.kind == "config"
     with pytest.raises(LLMError):
         LLMConfig.from_yaml(tmp_path / "missing.yaml", env={})
+
+
+def test_secret_free_env_drops_secret_looking_variables():
+    from workbench.llm.config import secret_free_env
+
+    env = {
+        "OPENAI_API_KEY": SECRET,
+        "HF_TOKEN": "t",
+        "DB_PASSWORD": "p",
+        "MY_SECRET": "s",
+        "PATH": "/bin",
+        "TRITON_INTERPRET": "1",
+        "WORKBENCH_LLM_BASE_URL": "http://x/v1",
+    }
+    assert secret_free_env(env) == {
+        "PATH": "/bin",
+        "TRITON_INTERPRET": "1",
+        "WORKBENCH_LLM_BASE_URL": "http://x/v1",
+    }
