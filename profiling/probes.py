@@ -21,7 +21,7 @@ from .errors import ProfilingUnavailable
 
 log = logging.getLogger(__name__)
 
-_REGIONS_LINE = re.compile(r"Probe regions:\s*(?P<names>[A-Za-z0-9_,\s]+)", re.IGNORECASE)
+_REGIONS_LINE = re.compile(r"Probe regions(?:\s*\([^)]*\))?:\s*(?P<names>[`A-Za-z0-9_,\s]+)", re.IGNORECASE)
 _RECORD = re.compile(r'proton\.record\s+(start|end)\s+"(?P<name>[^"]+)"')
 
 
@@ -37,12 +37,16 @@ def python_function(kernel: Any) -> Any:
 
 
 def declared_regions(kernel: Any) -> list[str]:
-    """Region names from the `Probe regions: a, b, c.` line of the kernel's docstring."""
-    doc = inspect.getdoc(python_function(kernel)) or ""
-    m = _REGIONS_LINE.search(doc)
-    if not m:
-        return []
-    return [n.strip() for n in m["names"].replace("\n", " ").split(",") if n.strip()]
+    """Region names from a `Probe regions: a, b, c.` line (also `Probe regions (PROBES=True): `a`, `b`.`)
+    in the kernel's docstring, else in its module's docstring."""
+    fn = python_function(kernel)
+    module = inspect.getmodule(fn)
+    for doc in (inspect.getdoc(fn), getattr(module, "__doc__", None)):
+        m = _REGIONS_LINE.search(doc or "")
+        if m:
+            names = m["names"].replace("`", "").replace("\n", " ").split(",")
+            return [n.strip() for n in names if n.strip()]
+    return []
 
 
 def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any],

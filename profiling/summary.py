@@ -50,7 +50,7 @@ def summarize(profile: Profile | str | Path | Sequence[str | Path], max_kernels:
             lines.append(s)
     reg = profile.regions
     if len(reg):
-        for kernel, d in reg.groupby("kernel", sort=False):
+        for (kernel, scope), d in reg.groupby(["kernel", "scope"], sort=False):
             top = d[d["depth"] == 0].sort_values("cycles", ascending=False)
             parts = []
             for _, r in top.head(max_regions).iterrows():
@@ -62,7 +62,8 @@ def summarize(profile: Profile | str | Path | Sequence[str | Path], max_kernels:
                 if not math.isnan(r.get("dur_p10", math.nan)) and r["dur_p10"] > 0 and r["dur_p90"] / r["dur_p10"] > 2:
                     p += f", p90/p10 across CTAs {r['dur_p90'] / r['dur_p10']:.1f}x"
                 parts.append(p)
-            lines.append(f"probes in `{kernel}` (share of instrumented cycles): " + "; ".join(parts))
+            where = f"`{kernel}`" + (f" under scope `{scope}`" if scope else "")
+            lines.append(f"probes in {where} (share of instrumented cycles): " + "; ".join(parts))
     ov = overhead if overhead is not None else _recorded_overhead(profile)
     for kernel, frac in ov.items():
         lines.append(f"instrumentation overhead for `{kernel}`: {100 * frac:+.0f}% device time with probes on")
