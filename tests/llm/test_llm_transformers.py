@@ -155,3 +155,12 @@ def test_bad_model_directories(tmp_path, monkeypatch):
     with pytest.raises(LLMError) as ei:
         get_provider("transformers", model_dir=str(tmp_path))
     assert ei.value.kind == "config" and "cannot load" in str(ei.value)
+
+
+def test_dtype_is_applied(model_dirs):
+    p = get_provider("transformers", model_dir=str(model_dirs[0]), dtype="bfloat16")
+    assert next(p.model.parameters()).dtype == torch.bfloat16
+    assert p.generate(MSGS, max_tokens=3, temperature=0).completion_tokens >= 1
+    with pytest.raises(LLMError) as ei:
+        get_provider("transformers", model_dir=str(model_dirs[0]), dtype="float77")
+    assert ei.value.kind == "config"

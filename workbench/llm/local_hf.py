@@ -42,6 +42,7 @@ class TransformersProvider(LLMProvider):
             raise LLMError("config", f"{path} is not a model directory (no config.json)")
         try:
             import torch
+            import transformers
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
             raise LLMError(
@@ -58,7 +59,12 @@ class TransformersProvider(LLMProvider):
             raise LLMError("config", f"llm.dtype {config.dtype!r} is not a torch dtype name")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=dtype)
+            # transformers renamed torch_dtype to dtype in 4.56; older versions would ignore `dtype`
+            major_minor = tuple(int(x) for x in transformers.__version__.split(".")[:2])
+            dtype_kw = "dtype" if major_minor >= (4, 56) else "torch_dtype"
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(path), local_files_only=True, **{dtype_kw: dtype}
+            )
         except (OSError, ValueError, KeyError) as exc:
             raise LLMError("config", f"cannot load a causal LM from {path}: {exc}") from None
         self.model.to(device).eval()
