@@ -20,6 +20,7 @@ import importlib
 import json
 import logging
 import math
+import re
 import shutil
 import statistics
 import sys
@@ -298,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.provenance import collect
 
     prov = collect()
-    if args.commit and str(prov.get("commit", "unknown")).startswith("unknown"):
+    # the device's copy of the tree has no .git: git then answers "unknown" or the literal "HEAD"
+    if args.commit and not re.fullmatch(r"[0-9a-f]{40}(-dirty)?", str(prov.get("commit", ""))):
         prov["commit"] = args.commit
+        prov["commit_note"] = "passed with --commit: no git repository on the measuring machine"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"provenance": prov, "platform": describe_device("cuda").to_dict(),
