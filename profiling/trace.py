@@ -26,7 +26,7 @@ from .errors import MissingRegionsError, ProfilingError, TraceFileError
 
 log = logging.getLogger(__name__)
 
-TRACE_SUFFIXES = (".hatchet", ".chrome_trace", ".json")
+TRACE_SUFFIXES = (".hatchet", ".chrome_trace")  # what a directory expands to; files may have any name
 
 KERNEL_COLUMNS = ["kernel", "scope", "launches", "time_ns", "time_per_launch_us", "bytes", "flops",
                   "flops_dtype", "gbps", "tflops", "bw_ceiling_gbps", "bw_fraction", "tflops_ceiling",
@@ -359,15 +359,15 @@ def _events_from_chrome(doc: dict[str, Any], f: Path) -> pd.DataFrame:
     return df
 
 
-def _launches_for(prof: Profile, kernel: str, scope: str,
+def _launches_for(prof: Profile, kernel: str, scope: str, source: str,
                   launches: dict[str, int] | int | None) -> tuple[int, str]:
     if isinstance(launches, int):
         return launches, "given"
     if isinstance(launches, dict) and kernel in launches:
         return int(launches[kernel]), "given"
-    for meta in prof.meta.values():
-        if kernel in (meta.get("launches") or {}):
-            return int(meta["launches"][kernel]), "sidecar"
+    own = (prof.meta.get(source) or {}).get("launches") or {}  # the sidecar of the file the row came from
+    if kernel in own:
+        return int(own[kernel]), "sidecar"
     k = prof.kernels[prof.kernels["kernel"] == kernel] if len(prof.kernels) else prof.kernels
     same_scope = k[k["scope"] == scope] if len(k) else k
     if len(same_scope):  # a kernel-level session ran alongside: its count for the same scope
@@ -381,13 +381,13 @@ def _finish_regions(tree: pd.DataFrame, prof: Profile, launches: dict[str, int] 
     ev = prof.events
     if not len(tree) and len(ev):
         # No tree: build region totals from the trace (sampled warps only, as recorded).
-        g = ev.groupby(["kernel", "scope", "region", "line"], as_index=False).agg(cycles=("dur_cycles", "sum"))
+        g = ev.groupby(["kernel", "scope", "region", "line", "source"], as_index=False).agg(
+            cycles=("dur_cycles", "sum"))
         units = ev.groupby("kernel").apply(lambda d: len(d[["cta", "warp"]].drop_duplicates()),
                                            include_groups=False)
         g["normalized_cycles"] = g["cycles"] / g["kernel"].map(units)
         g["depth"] = g["line"].astype(int)
         g["parent"] = ""
-        g["source"] = ev["source"].iloc[0]
         tree = g.drop(columns="line").groupby(["kernel", "scope", "region"], as_index=False).agg(
             {"cycles": "sum", "normalized_cycles": "sum", "depth": "min", "parent": "first", "source": "first"})
     if not len(tree):
@@ -395,8 +395,8 @@ def _finish_regions(tree: pd.DataFrame, prof: Profile, launches: dict[str, int] 
     tree = tree.copy()
     assumed = []
     counts = []
-    for k, s in zip(tree["kernel"], tree["scope"]):
-        n, how = _launches_for(prof, k, s, launches)
+    for k, s, src in zip(tree["kernel"], tree["scope"], tree["source"]):
+        n, how = _launches_for(prof, k, s, src, launches)
         counts.append(n)
         if how == "assumed" and k not in assumed:
             assumed.append(k)

@@ -1,0 +1,115 @@
+"""Matplotlib/seaborn figures of a Profile (imported lazily: the GPU machine may lack them)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .trace import Profile
+
+
+def _plt():
+    import matplotlib.pyplot as plt  # matplotlib picks Agg by itself when there is no display
+
+    return plt
+
+
+def region_palette(names: list[str]) -> dict[str, Any]:
+    import seaborn as sns
+
+    colors = sns.color_palette("tab10", n_colors=max(len(names), 1))
+    return {n: colors[i % len(colors)] for i, n in enumerate(names)}
+
+
+def warp_timeline(prof: Profile, cta: int, kernel: str | None = None, ax: Any = None, unit: str = "auto",
+                  highlight: str | None = None) -> Any:
+    """One lane per warp of one CTA; each probe region a coloured bar (nested regions drawn thinner)."""
+    plt = _plt()
+    ev = prof.timeline(cta, kernel)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * max(ev["warp"].nunique(), 1)))
+    if not len(ev):
+        ax.text(0.5, 0.5, f"no probe events for CTA {cta}", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return ax
+    use_ns = unit == "ns" or (unit == "auto" and ev["start_ns"].notna().all())
+    start = ev["start_ns"] if use_ns else ev["start_cycles"]
+    dur = ev["dur_ns"] if use_ns else ev["dur_cycles"]
+    palette = region_palette(prof.region_names(kernel))
+    warps = sorted(ev["warp"].unique())
+    lane = {w: i for i, w in enumerate(warps)}
+    for (_, r), s, d in zip(ev.iterrows(), start, dur):
+        depth = int(r["line"])
+        h = 0.8 / (1 + depth)
+        alpha = 1.0 if highlight in (None, r["region"]) else 0.25
+        ax.broken_barh([(s, max(d, 1e-9))], (lane[r["warp"]] - h / 2, h), facecolors=palette[r["region"]],
+                       edgecolor="black", linewidth=0.3, alpha=alpha)
+    ax.set_yticks(range(len(warps)), [f"warp {w}" for w in warps])
+    ax.invert_yaxis()
+    ax.set_xlabel("time since CTA start [ns]" if use_ns else "cycles since CTA start")
+    name = kernel or (ev["kernel"].iloc[0] if len(ev) else "")
+    ax.set_title(f"{name}: CTA {cta} (SM {int(ev['sm'].iloc[0])})")
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=c, label=n) for n, c in palette.items()], loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return ax
+
+
+def region_distribution(prof: Profile, region: str | None = None, kernel: str | None = None, ax: Any = None) -> Any:
+    """Distribution across CTAs (and sampled warps) of the cycles spent in each region (or one region)."""
+    import seaborn as sns
+
+    plt = _plt()
+    ev = prof.events if kernel is None else prof.events[prof.events["kernel"] == kernel]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    if not len(ev):
+        ax.text(0.5, 0.5, "no probe trace loaded (distributions need a chrome trace)", ha="center",
+                va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return ax
+    per = ev.groupby(["region", "cta", "warp"], as_index=False)["dur_cycles"].sum()
+    if region is not None:
+        per = per[per["region"] == region]
+    palette = region_palette(prof.region_names(kernel))
+    sns.boxplot(data=per, x="dur_cycles", y="region", hue="region", palette=palette, ax=ax, legend=False,
+                fliersize=1.5, orient="h")
+    sns.stripplot(data=per, x="dur_cycles", y="region", color="black", size=1.5, alpha=0.35, ax=ax, orient="h")
+    ax.set_xlabel("cycles per (CTA, warp)")
+    ax.set_ylabel("")
+    ax.set_title(f"region durations across {per['cta'].nunique()} CTAs")
+    return ax
+
+
+def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
+    """Left: top kernels by GPU time. Right: achieved bandwidth against the device's ceiling (roofline)."""
+    import numpy as np
+
+    plt = _plt()
+    k = prof.kernels
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 0.8 + 0.4 * max(min(len(k), top), 1)))
+    if not len(k):
+        for ax in axes:
+            ax.text(0.5, 0.5, "no kernel-level profile loaded", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+        return axes
+    d = k.head(top).copy()
+    d["label"] = [f"{r.kernel}" + (f" [{r.scope}]" if r.scope else "") for r in d.itertuples()]
+    axes[0].barh(d["label"], d["time_ns"] / 1e3, color="tab:blue")
+    axes[0].invert_yaxis()
+    axes[0].set_xlabel("GPU time [us], all launches")
+    axes[0].set_title("top kernels by time")
+    ceiling = float(d["bw_ceiling_gbps"].max()) if d["bw_ceiling_gbps"].notna().any() else np.nan
+    gb = d["gbps"].fillna(0.0)
+    axes[1].barh(d["label"], gb, color="tab:green")
+    axes[1].invert_yaxis()
+    if not np.isnan(ceiling):
+        axes[1].axvline(ceiling, color="red", linestyle="--", label=f"ceiling {ceiling:.0f} GB/s")
+        axes[1].legend(loc="lower right", fontsize=8)
+    for y, (g, f) in enumerate(zip(gb, d["bw_fraction"])):
+        if g > 0 and f == f:
+            axes[1].text(g, y, f" {100 * f:.0f}%", va="center", fontsize=8)
+    axes[1].set_xlabel("achieved GB/s (bytes from scope metadata)")
+    axes[1].set_title("bandwidth vs roofline")
+    axes[1].set_yticks([])
+    return axes

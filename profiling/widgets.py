@@ -1,0 +1,188 @@
+"""ipywidgets views of Proton profiles, built from files (no GPU needed).
+
+```python
+from profiling.widgets import TraceInspector, KernelView
+TraceInspector("results/profiling/h200/matmul_probes.hatchet",
+               "results/profiling/h200/matmul_probes.chrome_trace")      # displays itself in Jupyter
+KernelView("results/profiling/h200/")
+```
+Unreadable files do not stop a view: it shows what it could read and lists the problems.
+"""
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import ProfilingError
+from .summary import summarize
+from .trace import Profile, load
+
+log = logging.getLogger(__name__)
+
+_REGION_TABLE_COLUMNS = ["region", "depth", "launches", "cycles_per_launch", "ns_per_launch", "share",
+                         "dur_median", "dur_p10", "dur_p90", "cta_cv", "warp_spread", "n_ctas", "n_warps"]
+_KERNEL_TABLE_COLUMNS = ["kernel", "scope", "launches", "time_per_launch_us", "gbps", "bw_fraction", "tflops",
+                         "tflops_fraction"]
+
+
+def _load_for_view(sources: tuple[Any, ...], clock_mhz: float | None) -> tuple[Profile | None, list[str]]:
+    if len(sources) == 1 and isinstance(sources[0], Profile):
+        return sources[0], list(sources[0].warnings)
+    try:
+        prof = load(*sources, clock_mhz=clock_mhz, on_error="warn")
+        return prof, list(prof.warnings)
+    except ProfilingError as exc:
+        return None, [str(exc)]
+
+
+def _messages_html(messages: list[str]) -> str:
+    if not messages:
+        return ""
+    items = "".join(f"<li>{html.escape(m)}</li>" for m in messages)
+    return f"<div style='color:#a15c00'><b>could not read everything:</b><ul>{items}</ul></div>"
+
+
+def _table_html(df: pd.DataFrame, columns: list[str]) -> str:
+    cols = [c for c in columns if c in df.columns]
+    if not len(df):
+        return "<i>no rows</i>"
+    return df[cols].to_html(index=False, float_format=lambda v: f"{v:,.3g}", na_rep="–", border=0)
+
+
+class TraceInspector:
+    """Pick a kernel and a region; see one CTA's per-warp timeline, the region table, and the
+    distribution of region durations across CTAs."""
+
+    def __init__(self, *sources: str | Path | Profile, clock_mhz: float | None = None):
+        import ipywidgets as W
+
+        self.profile, self.messages = _load_for_view(sources, clock_mhz)
+        prof = self.profile
+        kernels = prof.kernel_names if prof else []
+        probe_kernels = [k for k in kernels if prof and k in set(prof.regions["kernel"]) | set(prof.events["kernel"])]
+        self.kernel = W.Dropdown(options=probe_kernels or kernels or ["(none)"], description="kernel")
+        self.region = W.Dropdown(options=["(all)"], description="region")
+        self.cta = W.Dropdown(options=[], description="CTA")
+        self.header = W.HTML()
+        self.table = W.HTML()
+        self.timeline_out = W.Output()
+        self.dist_out = W.Output()
+        self.status = W.HTML(_messages_html(self.messages))
+        self._updating = False
+        for w in (self.region, self.cta):
+            w.observe(self._on_change, names="value")
+        self.kernel.observe(lambda _c: self._kernel_changed(), names="value")
+        self.widget = W.VBox([self.status, self.header, W.HBox([self.kernel, self.region, self.cta]), self.table,
+                              self.timeline_out, self.dist_out])
+        self._kernel_changed()
+
+    def _on_change(self, _change: Any) -> None:
+        if not self._updating:
+            self.refresh()
+
+    def _kernel_changed(self) -> None:
+        prof, k = self.profile, self.kernel.value
+        if prof is not None:
+            self._updating = True  # one redraw for the whole change, not one per dropdown
+            try:
+                self.region.options = ["(all)"] + prof.region_names(k)
+                ctas = prof.ctas(k)
+                self.cta.options = ctas
+                self.cta.value = ctas[0] if ctas else None
+            finally:
+                self._updating = False
+        self.refresh()
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The data behind the view for the current selection (also used by tests)."""
+        prof, k = self.profile, self.kernel.value
+        if prof is None:
+            return {"regions": pd.DataFrame(), "timeline": pd.DataFrame()}
+        reg = prof.regions[prof.regions["kernel"] == k]
+        if self.region.value not in (None, "(all)"):
+            reg = reg[reg["region"] == self.region.value]
+        tl = prof.timeline(self.cta.value, k) if self.cta.value is not None else prof.events.iloc[0:0]
+        return {"regions": reg, "timeline": tl}
+
+    def refresh(self) -> None:
+        from IPython.display import display
+
+        from . import plots
+
+        prof = self.profile
+        if prof is None:
+            self.header.value = "<b>nothing to show</b>"
+            return
+        t = self.tables()
+        self.header.value = (f"<b>{len(prof.sources)} file(s)</b>: "
+                             + ", ".join(html.escape(s.name) for s in prof.sources)
+                             + f" &nbsp; clock: {prof.clock_mhz or '?'} MHz")
+        self.table.value = _table_html(t["regions"], _REGION_TABLE_COLUMNS)
+        region = None if self.region.value in (None, "(all)") else self.region.value
+        plt = plots._plt()
+        self.timeline_out.clear_output(wait=True)
+        with self.timeline_out:
+            if self.cta.value is None:
+                display(_note("no per-warp timeline: load the kernel's probe chrome trace as well"))
+            else:
+                ax = plots.warp_timeline(prof, self.cta.value, self.kernel.value, highlight=region)
+                display(ax.figure)
+                plt.close(ax.figure)
+        self.dist_out.clear_output(wait=True)
+        with self.dist_out:
+            ax = plots.region_distribution(prof, region, self.kernel.value)
+            display(ax.figure)
+            plt.close(ax.figure)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+class KernelView:
+    """Kernel-level view: top kernels by time and achieved bandwidth against the roofline, with the summary."""
+
+    def __init__(self, *sources: str | Path | Profile, top: int = 10):
+        import ipywidgets as W
+
+        self.profile, self.messages = _load_for_view(sources, None)
+        self.top = top
+        self.table = W.HTML()
+        self.summary = W.HTML()
+        self.plot_out = W.Output()
+        self.widget = W.VBox([W.HTML(_messages_html(self.messages)), self.summary, self.table, self.plot_out])
+        self.refresh()
+
+    def refresh(self) -> None:
+        from IPython.display import display
+
+        from . import plots
+
+        prof = self.profile
+        if prof is None:
+            self.table.value = "<b>nothing to show</b>"
+            return
+        self.summary.value = "<pre>" + html.escape(summarize(prof)) + "</pre>"
+        self.table.value = _table_html(prof.kernels.head(self.top), _KERNEL_TABLE_COLUMNS)
+        plt = plots._plt()
+        self.plot_out.clear_output(wait=True)
+        with self.plot_out:
+            axes = plots.kernel_overview(prof, top=self.top)
+            display(axes[0].figure)
+            plt.close(axes[0].figure)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def _note(text: str) -> Any:
+    from IPython.display import HTML
+
+    return HTML(f"<i>{html.escape(text)}</i>")
