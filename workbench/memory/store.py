@@ -12,6 +12,7 @@ failures by class) touch small rows through covering indexes. Failure counts per
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -116,6 +117,7 @@ class Memory:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._known: set[str] = set()   # blob hashes this process wrote (texts repeat across nodes)
         self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -165,8 +167,13 @@ class Memory:
         if text is None:
             return None
         h = content_hash(text)
+        if h in self._known:  # stored by this process already: skip the compression and the write
+            return h
         conn.execute("INSERT OR IGNORE INTO blobs(hash, data) VALUES (?, ?)",
-                     (h, zlib.compress(text.encode("utf-8"), 6)))
+                     (h, zlib.compress(text.encode("utf-8"), 1)))
+        if len(self._known) > 200_000:
+            self._known.clear()
+        self._known.add(h)
         return h
 
     def text(self, h: str | None) -> str | None:
@@ -209,7 +216,7 @@ class Memory:
 
     # -- nodes --------------------------------------------------------------------------------
     def _node_values(self, c: sqlite3.Connection, n: Node) -> tuple[Any, ...]:
-        result_text = n.result.to_json(default=str) if n.result is not None else None
+        result_text = _result_json(n.result) if n.result is not None else None
         return (n.id, n.run_id, n.seq, n.spec_key, n.platform, n.operator, json.dumps(n.parents), n.status,
                 n.error_class, float(n.fitness), float(n.speedup), n.runtime_us,
                 self._put_text(c, n.source), self._put_text(c, n.prompt), self._put_text(c, n.response),
@@ -341,6 +348,16 @@ class Memory:
             id=row["id"],
         )
         return node
+
+
+_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(EvalResult))
+
+
+def _result_json(r: EvalResult) -> str:
+    # EvalResult holds only JSON types; dataclasses.asdict's deep copy was half the insert time
+    d = {k: getattr(r, k) for k in _RESULT_FIELDS}
+    d["status"] = r.status.value
+    return json.dumps(d, default=str)
 
 
 def _run_from_row(row: sqlite3.Row) -> RunInfo:

@@ -116,4 +116,10 @@ def check_spec(path: str | Path) -> str:
 def spec_key(path: str | Path, source: str, overrides: dict[str, Any]) -> str:
     """Identity of a problem across sessions: the spec's name, its text and its overrides."""
     h = hashlib.sha256((source + "\0" + json.dumps(overrides, sort_keys=True, default=str)).encode()).hexdigest()
-    return f"{Path(path).stem}@{h[:12]}"
+    return f"{spec_name(path)}@{h[:12]}"
+
+
+def spec_name(path: str | Path) -> str:
+    """A readable name: the file stem, or its folder's name for generic stems (examples/vector_add/spec.py)."""
+    p = Path(path)
+    return p.resolve().parent.name if p.stem in ("spec", "reference", "problem", "model") else p.stem

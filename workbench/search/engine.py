@@ -21,7 +21,7 @@ from workbench.evaluator import EvalJob, Evaluator
 from workbench.memory import Memory, Node, RunInfo, default_memory_path
 from workbench.result import EvalResult, Status
 from workbench.search import termination as T
-from workbench.search.config import SearchConfig, SearchError, check_spec, spec_key
+from workbench.search.config import SearchConfig, SearchError, check_spec, spec_key, spec_name
 from workbench.search.diagnosis import diagnose
 from workbench.search.node import Tree
 from workbench.search.operators import OfflineTuningOperator, Operator, OperatorContext, Proposal, has_tunables
@@ -37,7 +37,7 @@ _MAX_DISCARDS = 25      # consecutive proposals that bring nothing new before th
 
 
 def new_run_id(spec_path: str) -> str:
-    return f"{Path(spec_path).stem}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    return f"{spec_name(spec_path)}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
 class SearchEngine:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 
@@ -9,12 +10,13 @@ class Progress:
     def __init__(self, engine: Any, *, enabled: bool = True) -> None:
         self.engine = engine
         self.bar = None
+        self._last = 0.0
         if enabled:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=engine.cfg.budget, initial=engine.term.done, unit="eval",
                             desc=f"optimize {engine.spec_key.split('@')[0]}", file=sys.stderr,
-                            dynamic_ncols=True, leave=True)
+                            dynamic_ncols=True, leave=True, mininterval=0.5)
 
     def update(self) -> None:
         if self.bar is None:
@@ -30,7 +32,10 @@ class Progress:
         self.bar.set_postfix_str(f"best={e.term.best:.4g} evals={sum(1 for n in e.tree if n.evaluated)} fails={fails} "
                                  f"busy={','.join(f'{k}:{v}' for k, v in sorted(busy.items())) or '-'}",
                                  refresh=False)
-        self.bar.refresh()
+        now = time.monotonic()
+        if now - self._last >= 0.5:  # in-flight changes show without flooding a log file
+            self._last = now
+            self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:

@@ -94,14 +94,14 @@ class Run:
         lines = [head, "-" * len(head)]
         for n in top:
             rt = f"{n.runtime_us:.1f}" if n.runtime_us is not None else "-"
-            lines.append(f"{n.seq:>4} {n.id:12} {n.operator:17} {n.status:17} {n.fitness:>9.4f} {rt:>11}  "
+            lines.append(f"{n.seq:>4} {n.id:12} {n.operator:17} {n.status:17} {n.fitness:>9.4g} {rt:>11}  "
                          f"{_change(n)[:60]}")
         fin = self.finished()
         lines.append("")
         lines.append(f"{len(fin)} nodes finished, {sum(1 for n in fin if n.passed)} passed; failures: "
                      + (", ".join(f"{k}={v}" for k, v in sorted(self._failures().items())) or "none"))
         imp = self.improvement
-        lines.append(f"best fitness {self.best.fitness:.4f} (seed {self.seed_fitness:.4f}"
+        lines.append(f"best fitness {self.best.fitness:.4g} (seed {self.seed_fitness:.4g}"
                      + (f", {imp:.2f}x the seed)" if imp else ")") if self.best else "no passing candidate")
         lines.append(f"stopped by rule '{self.stop.rule}': {self.stop.message}")
         return "\n".join(lines)
@@ -120,7 +120,7 @@ class Run:
 
         df = self.history()
         if ax is None:
-            fig = Figure(figsize=(7, 3.6), dpi=110)
+            fig = Figure(figsize=(8, 3.6), dpi=110)
             ax = fig.add_subplot(1, 1, 1)
         else:
             fig = ax.figure
@@ -131,7 +131,7 @@ class Run:
             ax.step(df["evaluation"], df["best_so_far"], where="post", color="black", lw=1.4, label="best so far")
             if self.seed_fitness > 0:
                 ax.axhline(self.seed_fitness, color="grey", ls="--", lw=1, label="best seed")
-            ax.legend(fontsize=7, loc="lower right")
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_xlabel("evaluation (finish order)")
         ax.set_ylabel("fitness (reference / candidate time)")
         ax.set_title(f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}",
@@ -152,12 +152,12 @@ class Run:
                  ""]
         if best is not None:
             imp = self.improvement
-            lines += [f"Best node `{best.id}`: fitness **{best.fitness:.4f}** "
-                      f"(best seed {self.seed_fitness:.4f}" + (f"; {imp:.2f}x the seed)" if imp else ")")
+            lines += [f"Best node `{best.id}`: fitness **{best.fitness:.4g}** "
+                      f"(best seed {self.seed_fitness:.4g}" + (f"; {imp:.2f}x the seed)" if imp else ")")
                       + f", runtime {best.runtime_us} us. Kernel: `best_kernel.py`.", "",
                       "Lineage of the best node:", ""]
             for n in self.lineage(best.id):
-                lines.append(f"1. `{n.id}` {n.operator}: fitness {n.fitness:.4f} {_change(n)}")
+                lines.append(f"1. `{n.id}` {n.operator}: fitness {n.fitness:.4g} {_change(n)}")
         else:
             lines.append("No candidate passed.")
         lines += ["", "![fitness over evaluations](fitness.png)", "", "```", self.table(), "```", ""]
