@@ -32,6 +32,7 @@ class Decision:
 
 class ShapeDispatcher:
     key_params: tuple[str, ...] = ()
+    exact_params: tuple[str, ...] = ()   # key params that must match exactly (kernel size, stride, ...)
     kernel_contender: str = "triton"
     baseline_contender: str = "eager"
     # The kernel must win in every launch mode that was recorded for the shape (a user may or may not
@@ -83,10 +84,12 @@ class ShapeDispatcher:
         return out
 
     def _wins(self, cell: dict[tuple[str, str], float]) -> tuple[bool, float | None, float | None]:
-        seen = [m for m in self.modes if (self.kernel_contender, m) in cell and (self.baseline_contender, m) in cell]
+        seen = [m for m in self.modes
+                if (self.kernel_contender, m) in cell and (self.baseline_contender, m) in cell]
         if not seen:
             return False, None, None
-        wins = all(cell[(self.kernel_contender, m)] * self.margin < cell[(self.baseline_contender, m)] for m in seen)
+        wins = all(cell[(self.kernel_contender, m)] * self.margin < cell[(self.baseline_contender, m)]
+                   for m in seen)
         m0 = seen[0]
         return wins, cell[(self.kernel_contender, m0)], cell[(self.baseline_contender, m0)]
 
@@ -97,6 +100,8 @@ class ShapeDispatcher:
         best, best_d = None, math.inf
         for (dt, k), cell in self._table.items():
             if dt != dtype:
+                continue
+            if any(key[i] != k[i] for i, p in enumerate(self.key_params) if p in self.exact_params):
                 continue
             d = math.sqrt(sum(math.log(max(a, 1) / max(b, 1)) ** 2 for a, b in zip(key, k, strict=True)))
             if d < best_d:

@@ -210,7 +210,8 @@ def run_benchmark(decl: BenchmarkDecl, case: CaseStudyBench, *, device: str = "c
     return rows
 
 
-def speedup_table(rows: Sequence[dict[str, Any]], *, kernel: str, versus: Sequence[str]) -> list[dict[str, Any]]:
+def speedup_table(rows: Sequence[dict[str, Any]], *, kernel: str,
+                  versus: Sequence[str]) -> list[dict[str, Any]]:
     """Per (shape, dtype, mode): our median and its speedup over each contender in `versus`, and over the
     fastest of them (the strongest PyTorch contender in the same launch mode)."""
     by: dict[tuple[str, str, str], dict[str, float]] = {}

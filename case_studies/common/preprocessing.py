@@ -1,0 +1,150 @@
+"""Benchmark runner for the preprocessing case studies (MapId, MBDT, Batch Event Truncate).
+
+`runner.run_benchmark` compares float outputs within a dtype tolerance and builds inputs per float
+dtype. The preprocessing operators differ: their outputs are integer or copied values that must be
+bit-identical, some return a tuple (values, offsets), their inputs mix dtypes, and some contenders
+synchronize with the host (their output size is data), so they cannot be captured in a CUDA graph.
+This runner keeps the same declaration (`BenchmarkDecl`), row type (`BenchRow`), timing (`bench`,
+`bench_graph`) and CSV (`write_rows`) and changes only those three points.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from case_studies.common.contenders import Factory
+from case_studies.common.metrics import achieved_gbs
+from case_studies.common.runner import BenchmarkDecl, BenchRow
+from case_studies.common.timing import Timing, bench, bench_graph
+
+log = logging.getLogger(__name__)
+
+
+def _flat(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def outputs_identical(out: Any, ref: Any) -> tuple[bool, str]:
+    """Bit-identical comparison of tensors or tuples of tensors: count, dtype, shape, then values.
+    Returns (same, a one-line reason when not)."""
+    got, exp = _flat(out), _flat(ref)
+    if len(got) != len(exp):
+        return False, f"{len(got)} outputs, expected {len(exp)}"
+    for i, (g, r) in enumerate(zip(got, exp, strict=True)):
+        if g.dtype != r.dtype or g.shape != r.shape:
+            return False, f"output[{i}]: {g.dtype} {list(g.shape)}, expected {r.dtype} {list(r.shape)}"
+        if not torch.equal(g, r):
+            bad = (g != r).reshape(-1)
+            first = int(bad.nonzero()[0]) if bad.any() else -1
+            return False, f"output[{i}]: {int(bad.sum())} of {bad.numel()} differ, first at flat index {first}"
+    return True, ""
+
+
+@dataclass
+class ExactCase:
+    """What a preprocessing case study gives the runner.
+
+    make_inputs(params, device) -> inputs (whatever the factories take);
+    contenders: name -> factory(params, inputs) -> zero-argument callable;
+    nbytes(params, inputs): the compulsory bytes (each input read once, each output written once);
+    no_graph: contenders that synchronize with the host (never captured in a CUDA graph).
+    """
+    make_inputs: Callable[[dict[str, Any], str], Sequence[Any]]
+    contenders: dict[str, Factory]
+    nbytes: Callable[[dict[str, Any], Sequence[Any]], float]
+    reference: str = "eager"
+    roles: dict[str, str] = field(default_factory=dict)
+    no_graph: frozenset[str] = frozenset()
+    compile_shapes: Callable[[dict[str, Any]], bool] | None = None   # where compile contenders run
+
+
+def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "cuda",
+                        time_budget_s: float | None = None,
+                        on_row: Callable[[BenchRow], None] | None = None) -> list[BenchRow]:
+    """One row per (sweep, shape, contender, mode), checked bit for bit against the reference contender.
+
+    An incorrect contender is still timed (its row says "incorrect" and why); a contender that fails
+    keeps its reason; host-synchronizing contenders get "skipped" graph rows with the reason; past
+    `time_budget_s` the remaining rows are "skipped". The sweep's `dtypes` are labels only.
+    """
+    t_start = time.perf_counter()
+    rows: list[BenchRow] = []
+
+    def emit(row: BenchRow) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+        log.info("%s %s %s %s: %s %s", row.sweep, row.shape, row.contender, row.mode, row.status,
+                 f"{row.median_us:.2f} us" if row.median_us is not None else row.error[:160])
+
+    for sweep in decl.sweeps:
+        for shape in sweep.shapes:
+            params = {k: v for k, v in shape.items() if k != "name"}
+            dtype = sweep.dtypes[0] if sweep.dtypes else ""
+            base = dict(benchmark=decl.name, sweep=sweep.name, shape=shape["name"],
+                        params=json.dumps(params, sort_keys=True), dtype=dtype)
+            names = [c for c in sweep.contenders
+                     if not (c.startswith("compile") and case.compile_shapes is not None
+                             and not case.compile_shapes(params))]
+            if time_budget_s is not None and time.perf_counter() - t_start > time_budget_s:
+                for c in names:
+                    for m in sweep.modes:
+                        emit(BenchRow(**base, contender=c, role=case.roles.get(c, "pytorch"), mode=m,
+                                      status="skipped", error="time budget spent"))
+                continue
+            inputs = case.make_inputs(params, device)
+            nbytes = case.nbytes(params, inputs)
+            ref = case.contenders[case.reference](params, inputs)()
+            for c in names:
+                role = case.roles.get(c, "pytorch")
+                t0 = time.perf_counter()
+                try:
+                    fn = case.contenders[c](params, inputs)
+                    same, why = outputs_identical(fn(), ref)
+                except Exception as e:  # a contender that cannot build is a result: keep its reason
+                    msg = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-800:]}"
+                    for m in sweep.modes:
+                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="error", error=msg))
+                    continue
+                setup_s = round(time.perf_counter() - t0, 3)
+                status = "ok" if same else "incorrect"
+                for m in sweep.modes:
+                    if m == "graph" and (c in case.no_graph or device != "cuda"):
+                        why_skip = ("synchronizes with the host (output size is data): not capturable"
+                                    if c in case.no_graph else "CUDA graphs need a CUDA device")
+                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="skipped", error=why_skip))
+                        continue
+                    try:
+                        t: Timing = (bench_graph(fn, warmup_ms=decl.warmup_ms, rep_ms=decl.rep_ms) if m == "graph"
+                                     else bench(fn, warmup_ms=decl.warmup_ms, rep_ms=decl.rep_ms, device=device))
+                    except Exception as e:
+                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="error",
+                                      error=f"{type(e).__name__}: {e}"))
+                        continue
+                    emit(BenchRow(**base, contender=c, role=role, mode=m, status=status,
+                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, n_iter=t.n,
+                                  bytes=nbytes, gbs=achieved_gbs(nbytes, t.median_us),
+                                  max_abs_err=0.0 if same else None, setup_s=setup_s, error=why))
+                del fn
+            del inputs, ref
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    return rows
+
+
+def pick_rows(rows: Sequence[dict[str, Any]], mode: str) -> dict[str, dict[str, float]]:
+    """shape -> contender -> median_us for the "ok" rows of one launch mode."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.get("mode") == mode and r.get("status") == "ok" and r.get("median_us") is not None:
+            out.setdefault(r["shape"], {})[r["contender"]] = float(r["median_us"])
+    return out

@@ -1,0 +1,1 @@
+"""Convolutional-transformer conv1d (KernelEvolve section 5.1-5.2): implicit GEMM with packed weights."""

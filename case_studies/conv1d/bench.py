@@ -1,0 +1,95 @@
+"""The conv1d benchmark, declared as data, and what the runner needs to measure it.
+
+Run on a GPU through `case_studies/run_gpu_part1.py`; results land in
+`results/case_studies/conv1d/bench.csv` with provenance on every row.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from case_studies.common.contenders import compiled, eager
+from case_studies.common.metrics import dtype_bytes
+from case_studies.common.runner import CaseStudyBench
+from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference, out_length
+
+
+def _shape(name: str, B: int = 2048, K: int = 3, padding: int | None = None, C_in: int = 96,
+           C_out: int = 96, L: int = 200, stride: int = 1) -> dict[str, Any]:
+    return {"name": name, "B": B, "C_in": C_in, "C_out": C_out, "L": L, "K": K, "stride": stride,
+            "padding": (K - 1) // 2 if padding is None else padding}
+
+
+PYTORCH_CORE = ["eager", "conv2d_eager", "compile_default", "conv2d_compile_default"]
+BENCHMARK = {
+    "name": "conv1d",
+    "warmup_ms": 25,
+    "rep_ms": 100,
+    "sweeps": [
+        # the production shape against every PyTorch contender a user could pick
+        {"name": "production", "shapes": [_shape("production")], "dtypes": ["float16", "float32"],
+         "contenders": [*PYTORCH_CORE, "triton"], "modes": ["plain", "graph"]},
+        # the paper's kernel-size question (it does not say which K production uses)
+        {"name": "kernel_size", "shapes": [_shape("k1", K=1), _shape("k5", K=5)],
+         "dtypes": ["float16", "float32"], "contenders": ["eager", "conv2d_eager", "conv2d_compile_default",
+                                                          "triton"], "modes": ["plain", "graph"]},
+        {"name": "batch", "shapes": [_shape(f"b{b}", B=b) for b in (256, 512, 1024, 4096)],
+         "dtypes": ["float16", "float32"], "contenders": ["eager", "conv2d_eager", "triton"],
+         "modes": ["plain", "graph"]},
+        # out of the production distribution: wide channels, long sequences, stride 2 (dispatch territory)
+        {"name": "ood", "shapes": [_shape("wide", B=64, C_in=512, C_out=512, L=256),
+                                   _shape("long", B=16, C_in=64, C_out=64, L=8192, K=7),
+                                   _shape("stride2", B=2048, K=3, stride=2)],
+         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": ["plain", "graph"]},
+        # inductor's max-autotune takes tens of seconds a shape: measured last, under the run's time budget
+        {"name": "max_autotune", "shapes": [_shape("production")], "dtypes": ["float16", "float32"],
+         "contenders": ["eager", "conv2d_compile_max_autotune", "compile_max_autotune"],
+         "modes": ["plain", "graph"]},
+    ],
+}
+
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-2, 1e-2)}  # fp32: TF32
+
+
+def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(p["B"], p["C_in"], p["L"], generator=g).to(device=device, dtype=dtype)
+    w = (torch.randn(p["C_out"], p["C_in"], p["K"], generator=g) / (p["C_in"] * p["K"]) ** 0.5)
+    b = torch.randn(p["C_out"], generator=g) * 0.1
+    return x, w.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype), p["stride"], p["padding"]
+
+
+def flops(p: dict[str, Any]) -> float:
+    """2 * B * C_out * L_out * C_in * K (one multiply-add per weight tap per output)."""
+    return 2.0 * p["B"] * p["C_out"] * out_length(p["L"], p["K"], p["stride"], p["padding"]) * p["C_in"] * p["K"]
+
+
+def nbytes(p: dict[str, Any], dtype: str) -> float:
+    """x read once, y written once, weights and bias read once: the compulsory traffic."""
+    l_out = out_length(p["L"], p["K"], p["stride"], p["padding"])
+    n = p["B"] * p["C_in"] * p["L"] + p["B"] * p["C_out"] * l_out + p["C_out"] * p["C_in"] * p["K"] + p["C_out"]
+    return float(n * dtype_bytes(dtype))
+
+
+def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+    from case_studies.conv1d.kernel import conv1d
+
+    conv1d(*inputs)  # autotune (or compile) outside the timing loop
+    return lambda: conv1d(*inputs)
+
+
+def case() -> CaseStudyBench:
+    contenders = {
+        "eager": eager(conv1d_reference),
+        "conv2d_eager": eager(conv1d_as_conv2d),
+        "compile_default": compiled(conv1d_reference, "default"),
+        "conv2d_compile_default": compiled(conv1d_as_conv2d, "default"),
+        "compile_max_autotune": compiled(conv1d_reference, "max-autotune-no-cudagraphs"),
+        "conv2d_compile_max_autotune": compiled(conv1d_as_conv2d, "max-autotune-no-cudagraphs"),
+        "triton": _triton,
+    }
+    roles = {c: "pytorch" for c in contenders}
+    roles.update(eager="baseline", conv2d_eager="baseline", triton="kernel")
+    return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
+                          tolerances=TOLERANCES, reference="eager", roles=roles)

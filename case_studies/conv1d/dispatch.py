@@ -1,0 +1,59 @@
+"""conv1d with shape-aware dispatch: the Triton kernel where the recorded H200 benchmark
+(`results/case_studies/conv1d/bench.csv`) shows it beating `F.conv1d` in every launch mode, `F.conv1d`
+everywhere else (CPU tensors, unsupported dtypes, shapes far from anything measured, shapes it loses).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from case_studies.common.dispatch import Decision, ShapeDispatcher
+
+RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "conv1d" / "bench.csv"
+SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
+
+
+class Conv1dDispatcher(ShapeDispatcher):
+    key_params = ("B", "C_in", "C_out", "L", "K", "stride", "padding")
+    exact_params = ("K", "stride", "padding")
+    kernel_contender = "triton"
+    baseline_contender = "eager"
+
+    def supports(self, params: dict[str, Any], dtype: str) -> bool:
+        return dtype in SUPPORTED_DTYPES and params.get("groups", 1) == 1 and params.get("dilation", 1) == 1
+
+
+_dispatcher: Conv1dDispatcher | None = None
+_decisions: dict[tuple, Decision] = {}
+
+
+def dispatcher() -> Conv1dDispatcher:
+    global _dispatcher
+    if _dispatcher is None:
+        _dispatcher = Conv1dDispatcher(RESULTS_CSV)
+    return _dispatcher
+
+
+def decide(x: torch.Tensor, weight: torch.Tensor, stride: int = 1, padding: int = 0) -> Decision:
+    key = (tuple(x.shape), tuple(weight.shape), stride, padding, x.dtype, x.device.type)
+    if key not in _decisions:
+        if not x.is_cuda:
+            _decisions[key] = Decision(False, "not a CUDA tensor")
+        else:
+            p = {"B": x.shape[0], "C_in": x.shape[1], "L": x.shape[2], "C_out": weight.shape[0],
+                 "K": weight.shape[2], "stride": stride, "padding": padding}
+            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."))
+    return _decisions[key]
+
+
+def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
+           padding: int = 0) -> torch.Tensor:
+    """`F.conv1d` semantics (groups 1, dilation 1); the Triton kernel only where it was measured to win."""
+    if decide(x, weight, stride, padding).use_kernel:
+        from case_studies.conv1d.kernel import conv1d as triton_conv1d
+
+        return triton_conv1d(x, weight, bias, stride, padding)
+    return F.conv1d(x, weight, bias, stride=stride, padding=padding)

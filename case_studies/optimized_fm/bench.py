@@ -1,0 +1,78 @@
+"""The Optimized FM benchmark, declared as data, and what the runner needs to measure it.
+Results: `results/case_studies/optimized_fm/bench.csv` (run by `case_studies/run_gpu_part1.py`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from case_studies.common.contenders import compiled, eager
+from case_studies.common.metrics import dtype_bytes
+from case_studies.common.runner import CaseStudyBench
+from case_studies.optimized_fm.reference import optimized_fm_reference
+
+
+def _shape(n: int, k: int, b: int = 1024, d: int = 224) -> dict[str, Any]:
+    return {"name": f"n{n}_k{k}", "B": b, "N": n, "D": d, "K": k}
+
+
+PRODUCTION = [_shape(24, 16), _shape(64, 16), _shape(128, 64)]
+BENCHMARK = {
+    "name": "optimized_fm",
+    "warmup_ms": 25,
+    "rep_ms": 100,
+    "sweeps": [
+        {"name": "production", "shapes": PRODUCTION, "dtypes": ["float16"],
+         "contenders": ["eager", "compile_default", "triton"],
+         "modes": ["plain", "graph"]},
+        {"name": "production_bf16", "shapes": PRODUCTION, "dtypes": ["bfloat16"],
+         "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
+        # the paper's Figure 14 sweep: N from 8 to 128, K in {16, 32, 64}
+        {"name": "sweep", "shapes": [_shape(n, k) for k in (16, 32, 64) for n in (8, 16, 24, 32, 40, 48, 64, 96, 128)
+                                     if (n, k) not in ((24, 16), (64, 16), (128, 64))],
+         "dtypes": ["float16"], "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
+        # inductor's max-autotune takes tens of seconds a shape: measured last, under the run's time budget
+        {"name": "max_autotune", "shapes": PRODUCTION, "dtypes": ["float16"],
+         "contenders": ["eager", "compile_max_autotune"], "modes": ["plain", "graph"]},
+    ],
+}
+
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-4, 1e-4)}
+
+
+def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(p["B"], p["N"], p["D"], generator=g) * p["D"] ** -0.25
+    y = torch.randn(p["N"], p["K"], generator=g) / p["N"] ** 0.5
+    return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+
+
+def flops(p: dict[str, Any]) -> float:
+    """Two products of 2 * B * N * D * K each."""
+    return 4.0 * p["B"] * p["N"] * p["D"] * p["K"]
+
+
+def nbytes(p: dict[str, Any], dtype: str) -> float:
+    """X and Y read once, out written once (the fused kernel's compulsory traffic; PyTorch also writes
+    and reads the [B, D, K] intermediate)."""
+    return float((p["B"] * p["N"] * p["D"] + p["N"] * p["K"] + p["B"] * p["N"] * p["K"]) * dtype_bytes(dtype))
+
+
+def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+    from case_studies.optimized_fm.kernel import optimized_fm
+
+    optimized_fm(*inputs)
+    return lambda: optimized_fm(*inputs)
+
+
+def case() -> CaseStudyBench:
+    contenders = {
+        "eager": eager(optimized_fm_reference),
+        "compile_default": compiled(optimized_fm_reference, "default"),
+        "compile_max_autotune": compiled(optimized_fm_reference, "max-autotune-no-cudagraphs"),
+        "triton": _triton,
+    }
+    roles = {c: "pytorch" for c in contenders}
+    roles.update(eager="baseline", triton="kernel")
+    return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
+                          tolerances=TOLERANCES, reference="eager", roles=roles)

@@ -1,0 +1,83 @@
+"""The PFFN benchmark, declared as data, and what the runner needs to measure it.
+Results: `results/case_studies/pffn/bench.csv` (run by `case_studies/run_gpu_part1.py`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from case_studies.common.contenders import compiled, eager
+from case_studies.common.metrics import dtype_bytes
+from case_studies.common.runner import CaseStudyBench
+from case_studies.pffn.reference import pffn_reference
+
+
+def _shape(b: int, d: int, n: int = 16, k: int = 256) -> dict[str, Any]:
+    return {"name": f"b{b}_d{d}", "N": n, "B": b, "D": d, "K": k}
+
+
+PRODUCTION = [_shape(64, 128), _shape(256, 256), _shape(1024, 256), _shape(4096, 256)]
+BENCHMARK = {
+    "name": "pffn",
+    "warmup_ms": 25,
+    "rep_ms": 100,
+    "sweeps": [
+        {"name": "production", "shapes": PRODUCTION, "dtypes": ["float16"],
+         "contenders": ["eager", "compile_default", "triton"],
+         "modes": ["plain", "graph"]},
+        {"name": "production_bf16", "shapes": PRODUCTION, "dtypes": ["bfloat16"],
+         "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
+        # the paper's sweeps: B from 64 to 4096 at D 256, D over {64, ..., 512} at B 1024
+        {"name": "batch", "shapes": [_shape(b, 256) for b in (128, 512, 2048)], "dtypes": ["float16"],
+         "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
+        {"name": "dim", "shapes": [_shape(1024, d) for d in (64, 100, 128, 200, 512)], "dtypes": ["float16"],
+         "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
+        # inductor's max-autotune takes tens of seconds a shape: measured last, under the run's time budget
+        {"name": "max_autotune", "shapes": PRODUCTION, "dtypes": ["float16"],
+         "contenders": ["eager", "compile_max_autotune"], "modes": ["plain", "graph"]},
+    ],
+}
+
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-4, 1e-4)}
+
+
+def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator(device="cpu").manual_seed(0)
+    n, b, d, k = p["N"], p["B"], p["D"], p["K"]
+    x = torch.randn(n, b, d, generator=g)
+    w1 = torch.randn(n, d, k, generator=g) / d ** 0.5
+    w2 = torch.randn(n, k, d, generator=g) / k ** 0.5
+    g1 = 1.0 + 0.1 * torch.randn(k, generator=g)
+    g2 = 1.0 + 0.1 * torch.randn(d, generator=g)
+    return tuple(t.to(device=device, dtype=dtype) for t in (x, w1, w2, g1, g2))
+
+
+def flops(p: dict[str, Any]) -> float:
+    """Two products of 2 * N * B * D * K each (the elementwise work is negligible beside them)."""
+    return 4.0 * p["N"] * p["B"] * p["D"] * p["K"]
+
+
+def nbytes(p: dict[str, Any], dtype: str) -> float:
+    """X read once, out written once, both weight sets and norm weights read once."""
+    n, b, d, k = p["N"], p["B"], p["D"], p["K"]
+    return float((2 * n * b * d + 2 * n * d * k + k + d) * dtype_bytes(dtype))
+
+
+def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+    from case_studies.pffn.kernel import pffn
+
+    pffn(*inputs)
+    return lambda: pffn(*inputs)
+
+
+def case() -> CaseStudyBench:
+    contenders = {
+        "eager": eager(pffn_reference),
+        "compile_default": compiled(pffn_reference, "default"),
+        "compile_max_autotune": compiled(pffn_reference, "max-autotune-no-cudagraphs"),
+        "triton": _triton,
+    }
+    roles = {c: "pytorch" for c in contenders}
+    roles.update(eager="baseline", triton="kernel")
+    return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
+                          tolerances=TOLERANCES, reference="eager", roles=roles)
