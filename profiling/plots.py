@@ -36,11 +36,11 @@ def warp_timeline(prof: Profile, cta: int, kernel: str | None = None, ax: Any = 
     palette = region_palette(prof.region_names(kernel))
     warps = sorted(ev["warp"].unique())
     lane = {w: i for i, w in enumerate(warps)}
-    for (_, r), s, d in zip(ev.iterrows(), start, dur):
-        depth = int(r["line"])
-        h = 0.8 / (1 + depth)
-        alpha = 1.0 if highlight in (None, r["region"]) else 0.25
-        ax.broken_barh([(s, max(d, 1e-9))], (lane[r["warp"]] - h / 2, h), facecolors=palette[r["region"]],
+    ev = ev.assign(_s=start.to_numpy(), _d=dur.clip(lower=1e-9).to_numpy())
+    for (warp, region, depth), g in ev.groupby(["warp", "region", "line"]):  # one artist per lane/region
+        h = 0.8 / (1 + int(depth))
+        alpha = 1.0 if highlight in (None, region) else 0.25
+        ax.broken_barh(list(zip(g["_s"], g["_d"])), (lane[warp] - h / 2, h), facecolors=palette[region],
                        edgecolor="black", linewidth=0.3, alpha=alpha)
     ax.set_yticks(range(len(warps)), [f"warp {w}" for w in warps])
     ax.invert_yaxis()
@@ -105,7 +105,7 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
     axes[1].invert_yaxis()
     if not np.isnan(ceiling):
         axes[1].axvline(ceiling, color="red", linestyle="--", label=f"ceiling {ceiling:.0f} GB/s")
-        axes[1].legend(loc="lower right", fontsize=8)
+        axes[1].legend(loc="best", fontsize=8)
     for y, (g, f) in enumerate(zip(gb, d["bw_fraction"])):
         if g > 0 and f == f:
             axes[1].text(g, y, f" {100 * f:.0f}%", va="center", fontsize=8)
