@@ -1,4 +1,5 @@
 """`workbench profile ...` prints the tables of recorded traces and fails clearly on bad files."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,16 @@ RESULTS = Path(__file__).resolve().parents[2] / "results" / "profiling" / "h200"
 
 
 def test_inspect_prints_kernel_region_and_overlap_tables(capsys):
-    rc = main(["profile", "inspect", str(RESULTS / "softmax_kernels.hatchet"), str(RESULTS / "softmax_probes.hatchet"),
-               str(RESULTS / "softmax_probes.chrome_trace"), "--overlap"])
+    rc = main(
+        [
+            "profile",
+            "inspect",
+            str(RESULTS / "softmax_kernels.hatchet"),
+            str(RESULTS / "softmax_probes.hatchet"),
+            str(RESULTS / "softmax_probes.chrome_trace"),
+            "--overlap",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "device: sm_90, 132 SMs, clock 1980.0 MHz" in out

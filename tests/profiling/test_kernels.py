@@ -1,4 +1,5 @@
 """The instrumented demo kernels: correct in the interpreter with PROBES=False; probes reach TTGIR."""
+
 from __future__ import annotations
 
 from workbench.env import ensure_interpreter_if_no_gpu
@@ -14,13 +15,15 @@ from profiling import kernels as K  # noqa: E402
 SMALL_MATMUL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 
 
-@pytest.mark.parametrize("n, block, atol, rtol", [(5, 32, 1e-6, 1e-5), (123, 32, 1e-6, 1e-5),
-                                                  (127, 64, 1e-6, 1e-5)])
+@pytest.mark.parametrize(
+    "n, block, atol, rtol", [(5, 32, 1e-6, 1e-5), (123, 32, 1e-6, 1e-5), (127, 64, 1e-6, 1e-5)]
+)
 def test_scale_add_matches_reference(n, block, atol, rtol):
     g = torch.Generator().manual_seed(n)
     x, y = torch.randn(n, generator=g), torch.randn(n, generator=g)
-    torch.testing.assert_close(K.scale_add(x, y, 0.7, block=block), K.scale_add_reference(x, y, 0.7),
-                               atol=atol, rtol=rtol)
+    torch.testing.assert_close(
+        K.scale_add(x, y, 0.7, block=block), K.scale_add_reference(x, y, 0.7), atol=atol, rtol=rtol
+    )
 
 
 @pytest.mark.parametrize("rows, cols, atol, rtol", [(5, 127, 1e-7, 1e-5), (3, 5, 1e-7, 1e-5)])
@@ -33,7 +36,9 @@ def test_softmax_matches_reference(rows, cols, atol, rtol):
 def test_matmul_matches_reference(m, k, n, atol, rtol):
     g = torch.Generator().manual_seed(m)
     a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
-    torch.testing.assert_close(K.matmul(a, b, blocks=SMALL_MATMUL), K.matmul_reference(a, b), atol=atol, rtol=rtol)
+    torch.testing.assert_close(
+        K.matmul(a, b, blocks=SMALL_MATMUL), K.matmul_reference(a, b), atol=atol, rtol=rtol
+    )
 
 
 def test_regions_are_declared():

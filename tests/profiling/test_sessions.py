@@ -3,6 +3,7 @@
 Proton cannot start without a GPU, so the lifecycle is exercised against a stand-in that records
 calls and writes a real fixture file on finalize; the refusal without a GPU is checked for real.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -99,8 +100,9 @@ def test_second_session_is_refused_and_first_still_closes(fake, tmp_path):
 
 
 def test_probe_session_options_companion_and_timing_guard(fake, tmp_path):
-    opts = profiling.ProbeOptions(buffer_type="global", buffer_size=8192, warps=(0, 2),
-                                  optimizations=("clock32", "time_shift"))
+    opts = profiling.ProbeOptions(
+        buffer_type="global", buffer_size=8192, warps=(0, 2), optimizations=("clock32", "time_shift")
+    )
     with profiling.probe_session(tmp_path / "p.hatchet", options=opts, kernel_times=True) as ps:
         with pytest.raises(profiling.SessionActiveError, match="refusing CUDA-event timing"):
             profiling.assert_not_instrumenting("CUDA-event timing")
@@ -128,14 +130,17 @@ def test_dropped_event_lines_are_captured_and_counted(monkeypatch, tmp_path):
     assert json.loads((tmp_path / "d.chrome_trace.meta.json").read_text())["dropped_event_lines"] == 7
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"buffer_type": "texture"}, "buffer_type"),
-    ({"buffer_strategy": "ring"}, "buffer_strategy"),
-    ({"buffer_size": -1}, "buffer_size"),
-    ({"optimizations": ("clock16",)}, "unknown optimizations"),
-    ({"granularity": "warp_group"}, "granularity='warp'"),
-    ({"warps": ()}, "warps"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"buffer_type": "texture"}, "buffer_type"),
+        ({"buffer_strategy": "ring"}, "buffer_strategy"),
+        ({"buffer_size": -1}, "buffer_size"),
+        ({"optimizations": ("clock16",)}, "unknown optimizations"),
+        ({"granularity": "warp_group"}, "granularity='warp'"),
+        ({"warps": ()}, "warps"),
+    ],
+)
 def test_bad_probe_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
         profiling.ProbeOptions(**kwargs)

@@ -1,4 +1,5 @@
 """Trace model on real H200 outputs (fixtures and the committed self-check results), and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,11 @@ CASES = ("scale_add", "softmax", "matmul", "mbdt")
 
 def test_kernel_tree_with_scope_bytes_and_ceiling():
     prof = profiling.load(FIX / "kern.hatchet")
-    assert prof.device["arch"] == "sm_90" and prof.device["clock_mhz"] == 1980.0 and prof.device["num_sms"] == 132
+    assert (
+        prof.device["arch"] == "sm_90"
+        and prof.device["clock_mhz"] == 1980.0
+        and prof.device["num_sms"] == 132
+    )
     (row,) = prof.kernels.to_dict(orient="records")
     assert (row["kernel"], row["scope"], row["launches"], row["time_ns"]) == ("k", "outer", 3, 7200.0)
     assert row["time_per_launch_us"] == pytest.approx(2.4)
@@ -29,7 +34,9 @@ def test_kernel_tree_with_scope_bytes_and_ceiling():
 
 def test_kernel_chrome_trace_in_us():
     prof = profiling.load(FIX / "kt.chrome_trace")
-    assert prof.kernels[["kernel", "launches", "time_ns"]].values.tolist() == [["k", 1, pytest.approx(2560.0)]]
+    assert prof.kernels[["kernel", "launches", "time_ns"]].values.tolist() == [
+        ["k", 1, pytest.approx(2560.0)]
+    ]
     assert prof.kernel_events["stream"].tolist() == [7]
 
 
@@ -46,7 +53,9 @@ def test_kernel_chrome_trace_as_json_lines(tmp_path):
 def test_probe_tree_and_trace_together():
     prof = profiling.load(FIX / "it.hatchet", FIX / "itr.chrome_trace", launches=1)
     reg = prof.regions.set_index("region")
-    assert reg.loc["ld", "cycles"] == 13826590 and reg.loc["ld", "normalized_cycles"] == pytest.approx(3375.632324)
+    assert reg.loc["ld", "cycles"] == 13826590 and reg.loc["ld", "normalized_cycles"] == pytest.approx(
+        3375.632324
+    )
     assert reg.loc["ld", "share"] + reg.loc["lp", "share"] == pytest.approx(1.0)
     assert reg.loc["ld", "ns_per_launch"] == pytest.approx(3375.632324 * 1e3 / 1980.0)
     # spread from the trace: 1024 CTAs, warp 0 sampled only
@@ -98,16 +107,24 @@ def test_profile_without_probe_regions():
         prof.check_regions(["load"])
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "does not exist"),
-    ("", "is empty"),
-    ('[{"children": [{"frame": {"name": "k"', "truncated or not valid JSON"),
-    ('{"traceEvents": []}', "holds no events"),
-    ('[{"frame": {"name": "ROOT"}, "metrics": {}, "children": []}, {}]', "neither kernel times nor probe cycles"),
-    ('{"version": 4, "nodes": [], "metrics": ["time"]}', "another Triton/Proton version"),
-    ('{"traceEvents": [{"name": "ld", "pid": "k SM0 CTA1", "tid": "warp 0", "ts": 0, "dur": 1}]}',
-     "another Proton version"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        ("", "is empty"),
+        ('[{"children": [{"frame": {"name": "k"', "truncated or not valid JSON"),
+        ('{"traceEvents": []}', "holds no events"),
+        (
+            '[{"frame": {"name": "ROOT"}, "metrics": {}, "children": []}, {}]',
+            "neither kernel times nor probe cycles",
+        ),
+        ('{"version": 4, "nodes": [], "metrics": ["time"]}', "another Triton/Proton version"),
+        (
+            '{"traceEvents": [{"name": "ld", "pid": "k SM0 CTA1", "tid": "warp 0", "ts": 0, "dur": 1}]}',
+            "another Proton version",
+        ),
+    ],
+)
 def test_bad_files_have_clear_messages(tmp_path, content, message):
     p = tmp_path / "bad.hatchet"
     if content is not None:
@@ -158,6 +175,7 @@ def test_subsample_probe_trace(tmp_path):
 
 # --- the committed H200 self-check (python -m profiling.selfcheck) -------------------------------------
 
+
 def test_committed_selfcheck_is_complete_and_small():
     check = json.loads((RESULTS / "selfcheck.json").read_text())
     assert check["passed"] is True
@@ -173,8 +191,12 @@ def test_committed_selfcheck_is_complete_and_small():
 @pytest.mark.parametrize("case", CASES)
 def test_committed_traces_parse_with_every_declared_region(case):
     check = json.loads((RESULTS / "selfcheck.json").read_text())["cases"][case]
-    prof = profiling.load(RESULTS / f"{case}_kernels.hatchet", RESULTS / f"{case}_probes.hatchet",
-                          RESULTS / f"{case}_probes_kernels.hatchet", RESULTS / f"{case}_probes.chrome_trace")
+    prof = profiling.load(
+        RESULTS / f"{case}_kernels.hatchet",
+        RESULTS / f"{case}_probes.hatchet",
+        RESULTS / f"{case}_probes_kernels.hatchet",
+        RESULTS / f"{case}_probes.chrome_trace",
+    )
     kernel = check["kernel"]
     prof.check_regions(check["declared_regions"], kernel=kernel)
     reg = prof.regions[prof.regions["kernel"] == kernel]

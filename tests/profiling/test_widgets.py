@@ -1,4 +1,5 @@
 """The widgets build from files, show what they could read, and follow the selection."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,9 +18,14 @@ RESULTS = Path(__file__).resolve().parents[2] / "results" / "profiling" / "h200"
 
 
 def test_trace_inspector_from_files_with_a_missing_one(tmp_path):
-    ins = TraceInspector(RESULTS / "matmul_probes.hatchet", RESULTS / "matmul_probes.chrome_trace",
-                         tmp_path / "missing.chrome_trace")
-    assert any("does not exist" in m for m in ins.messages) and "could not read everything" in ins.status.value
+    ins = TraceInspector(
+        RESULTS / "matmul_probes.hatchet",
+        RESULTS / "matmul_probes.chrome_trace",
+        tmp_path / "missing.chrome_trace",
+    )
+    assert (
+        any("does not exist" in m for m in ins.messages) and "could not read everything" in ins.status.value
+    )
     assert ins.kernel.value == "matmul_kernel"
     assert list(ins.region.options) == ["(all)", "epilogue", "load_tiles", "mma"]
     assert len(ins.cta.options) == 32

@@ -35,8 +35,14 @@ def _tail(tb: str, n: int = _TB_LINES) -> str:
     return "\n".join(tb.strip().splitlines()[-n:])
 
 
+_COMPILE_HINTS = ("constexpr", "must be", "incompatible", "not supported", "unsupported", "shape", "type")
+
+
 def _classify(exc: BaseException) -> str:
     mod = type(exc).__module__ or ""
+    if type(exc).__name__ == "InterpreterError":
+        # The interpreter reports front-end errors (a GPU build's CompilationError) at run time.
+        return "compile_error" if any(h in str(exc) for h in _COMPILE_HINTS) else "runtime_error"
     if isinstance(exc, (SyntaxError, ImportError, NameError)) or "triton.compiler" in mod or \
             type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure"):
         return "compile_error"

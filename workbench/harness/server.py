@@ -130,7 +130,8 @@ class Server:
         rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30) if self.device == "cuda" else 0
         sandbox = Path(tempfile.mkdtemp(prefix="cand-", dir=self.root))
         (sandbox / "candidate.py").write_text(job["candidate_source"])
-        res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {}}
+        res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
+                               "trials": int(job.get("trials", 3))}
         try:
             pid, fd = _child(lambda w: child.run_candidate(job, sandbox, w))
             data, failure, status = _wait(pid, fd, timeout, rss_limit)
@@ -187,6 +188,7 @@ class Server:
         if error:
             res["error"] = error
         res["timings_s"]["server_wall"] = time.perf_counter() - t0
+        res.setdefault("trials", 0)
         return res
 
 

@@ -50,7 +50,12 @@ class TunableSpace:
             return True
         try:
             return bool(self.predicate(dict(cfg)))
-        except Exception as exc:  # a predicate that raises rejects the config, and says why once
+        except NameError as exc:  # it needs the real module (triton helpers...): ignore it, say so once
+            self.predicate_error = f"tunables_valid needs names beyond literals ({exc}); ignoring it"
+            log.warning(self.predicate_error)
+            self.predicate = None
+            return True
+        except Exception as exc:  # a predicate that raises otherwise rejects the config
             log.debug("tunables_valid(%s) raised %s: treated as invalid", cfg, exc)
             return False
 

@@ -1,0 +1,60 @@
+"""Honest candidates pass, with a positive fitness equal to baseline / candidate median time."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.harness import Harness
+from workbench.result import Status
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/candidate.py"))
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with Harness(device="cpu") as h:
+        yield h
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_bundled_example_passes(harness: Harness, name: str) -> None:
+    res = harness.evaluate(ROOT / "examples" / name / "spec.py", ROOT / "examples" / name / "candidate.py")
+    assert res.status == Status.PASSED, res.error
+    assert res.correct and res.violations == []
+    assert res.triton_launches > 0
+    assert res.runtime_us and res.baseline_runtime_us
+    assert res.fitness == pytest.approx(res.baseline_runtime_us / res.runtime_us)
+    assert res.max_abs_err is not None and res.max_abs_err < 1e-3
+    assert res.timings_s["harness_overhead"] < 30
+
+
+def test_named_shapes_are_checked(harness: Harness) -> None:
+    spec = ROOT / "examples" / "vector_add" / "spec.py"
+    res = harness.evaluate(spec, ROOT / "examples" / "vector_add" / "candidate.py", trials=2)
+    assert res.shapes == ["default", "small_odd"]
+
+
+def test_overrides_change_the_problem(harness: Harness) -> None:
+    spec = ROOT / "examples" / "row_softmax" / "spec.py"
+    res = harness.evaluate(spec, ROOT / "examples" / "row_softmax" / "candidate.py", trials=1,
+                           overrides={"M": 3, "N": 5})
+    assert res.passed, res.error
+
+
+def test_wrong_tolerance_kernel_is_incorrect(harness: Harness, tmp_path: Path) -> None:
+    """A kernel off by a small but real amount is caught with a useful mismatch report."""
+    src = (ROOT / "examples" / "vector_add" / "candidate.py").read_text()
+    bad = tmp_path / "off_by_eps.py"
+    bad.write_text(src.replace("a + b * scale", "a + b * scale + 1e-3"))
+    res = harness.evaluate(ROOT / "examples" / "vector_add" / "spec.py", bad, trials=1)
+    assert res.status == Status.INCORRECT
+    assert "elements differ" in res.error and "first at index" in res.error
+
+
+def test_candidate_stdout_is_not_the_verdict(harness: Harness) -> None:
+    res = harness.evaluate(ROOT / "examples" / "vector_add" / "spec.py",
+                           Path(__file__).parent / "exploits" / "prints_verdict.py", trials=1)
+    assert "FITNESS_SCORE: 999" in res.stdout_tail
+    assert res.fitness == 0.0
