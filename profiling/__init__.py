@@ -14,19 +14,50 @@ Widgets (`profiling.widgets`) and the CLI (`workbench profile inspect FILE`) rea
 Only torch, triton, numpy and pandas are needed to import this package; the kernels, the widgets and
 the plots import their extras when used.
 """
+
 from __future__ import annotations
 
-from .errors import (MissingRegionsError, ProfilingError, ProfilingUnavailable, SessionActiveError,
-                     TraceFileError, TraceVersionError)
+from .errors import (
+    MissingRegionsError,
+    ProfilingError,
+    ProfilingUnavailable,
+    SessionActiveError,
+    TraceFileError,
+    TraceVersionError,
+)
 from .probes import declared_regions, ttgir_regions
-from .sessions import (KernelSession, ProbeOptions, ProbeSession, active_session, assert_not_instrumenting,
-                       kernel_session, probe_session)
+from .sessions import (
+    KernelSession,
+    ProbeOptions,
+    ProbeSession,
+    active_session,
+    assert_not_instrumenting,
+    kernel_session,
+    probe_session,
+)
 from .summary import summarize, summary_record
 from .trace import Profile, load, overlap_table, subsample_probe_trace
 
 __all__ = [
-    "KernelSession", "MissingRegionsError", "ProbeOptions", "ProbeSession", "Profile", "ProfilingError",
-    "ProfilingUnavailable", "SessionActiveError", "TraceFileError", "TraceVersionError", "active_session",
-    "assert_not_instrumenting", "declared_regions", "kernel_session", "load", "overlap_table",
-    "probe_session", "subsample_probe_trace", "summarize", "summary_record", "ttgir_regions",
+    "KernelSession",
+    "MissingRegionsError",
+    "ProbeOptions",
+    "ProbeSession",
+    "Profile",
+    "ProfilingError",
+    "ProfilingUnavailable",
+    "SessionActiveError",
+    "TraceFileError",
+    "TraceVersionError",
+    "active_session",
+    "assert_not_instrumenting",
+    "declared_regions",
+    "kernel_session",
+    "load",
+    "overlap_table",
+    "probe_session",
+    "subsample_probe_trace",
+    "summarize",
+    "summary_record",
+    "ttgir_regions",
 ]

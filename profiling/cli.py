@@ -1,4 +1,5 @@
 """`workbench profile inspect|summarize|selfcheck`: Proton profiles from the command line."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,15 +10,37 @@ from typing import Any
 
 import pandas as pd
 
-KERNEL_COLUMNS = ["kernel", "scope", "launches", "time_per_launch_us", "gbps", "bw_fraction", "tflops",
-                  "tflops_fraction"]
-REGION_COLUMNS = ["kernel", "scope", "region", "depth", "launches", "cycles_per_launch", "ns_per_launch", "share",
-                  "dur_median", "dur_p90", "cta_cv", "n_ctas", "n_warps"]
+KERNEL_COLUMNS = [
+    "kernel",
+    "scope",
+    "launches",
+    "time_per_launch_us",
+    "gbps",
+    "bw_fraction",
+    "tflops",
+    "tflops_fraction",
+]
+REGION_COLUMNS = [
+    "kernel",
+    "scope",
+    "region",
+    "depth",
+    "launches",
+    "cycles_per_launch",
+    "ns_per_launch",
+    "share",
+    "dur_median",
+    "dur_p90",
+    "cta_cv",
+    "n_ctas",
+    "n_warps",
+]
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("profile", help="inspect Proton traces; run the profiling self-check on a GPU",
-                              description=__doc__)
+    p = subparsers.add_parser(
+        "profile", help="inspect Proton traces; run the profiling self-check on a GPU", description=__doc__
+    )
     verbs = p.add_subparsers(dest="profile_command", metavar="VERB")
     p.set_defaults(func=lambda _args: _help(p))
 
@@ -25,7 +48,9 @@ def register(subparsers: Any) -> None:
     ins.add_argument("files", nargs="+", help=".hatchet / .chrome_trace files or folders of them")
     ins.add_argument("--clock-mhz", type=float, default=None, help="SM clock for cycles -> ns")
     ins.add_argument("--kernel", default=None, help="only this kernel")
-    ins.add_argument("--overlap", action="store_true", help="also print the overlap table (needs a probe trace)")
+    ins.add_argument(
+        "--overlap", action="store_true", help="also print the overlap table (needs a probe trace)"
+    )
     ins.add_argument("--json", action="store_true", help="one JSON object instead of text tables")
     ins.add_argument("--keep-going", action="store_true", help="skip unreadable files instead of failing")
     ins.set_defaults(func=_inspect)
@@ -47,8 +72,11 @@ def _help(parser: argparse.ArgumentParser) -> int:
 def _load(args: argparse.Namespace) -> Any:
     import profiling
 
-    return profiling.load(*args.files, clock_mhz=getattr(args, "clock_mhz", None),
-                          on_error="warn" if getattr(args, "keep_going", False) else "raise")
+    return profiling.load(
+        *args.files,
+        clock_mhz=getattr(args, "clock_mhz", None),
+        on_error="warn" if getattr(args, "keep_going", False) else "raise",
+    )
 
 
 def _table(df: pd.DataFrame, columns: list[str]) -> str:
@@ -71,23 +99,39 @@ def _inspect(args: argparse.Namespace) -> int:
         k, r = k[k["kernel"] == args.kernel], r[r["kernel"] == args.kernel]
     ov = prof.overlap(kernel=args.kernel) if args.overlap else None
     if args.json:
-        out = {"device": prof.device, "kernels": _records(k), "regions": _records(r), "warnings": prof.warnings,
-               "sources": [str(s) for s in prof.sources]}
+        out = {
+            "device": prof.device,
+            "kernels": _records(k),
+            "regions": _records(r),
+            "warnings": prof.warnings,
+            "sources": [str(s) for s in prof.sources],
+        }
         if ov is not None:
             out["overlap"] = _records(ov)
         sys.stdout.write(json.dumps(out, indent=1, default=str) + "\n")
         return 0
     dev = prof.device
-    sys.stdout.write(f"files: {', '.join(s.name for s in prof.sources)}\n"
-                     f"device: {dev.get('arch', '?')}, {dev.get('num_sms', '?')} SMs, clock "
-                     f"{dev.get('clock_mhz') or '?'} MHz\n\n")
-    sys.stdout.write("kernels (time per launch; bandwidth and TFLOP/s from scope bytes/flops vs ceilings):\n"
-                     + _table(k, KERNEL_COLUMNS) + "\n\n")
-    sys.stdout.write("probe regions (cycles per CTA x warp per launch; share of instrumented cycles):\n"
-                     + _table(r, REGION_COLUMNS) + "\n")
+    sys.stdout.write(
+        f"files: {', '.join(s.name for s in prof.sources)}\n"
+        f"device: {dev.get('arch', '?')}, {dev.get('num_sms', '?')} SMs, clock "
+        f"{dev.get('clock_mhz') or '?'} MHz\n\n"
+    )
+    sys.stdout.write(
+        "kernels (time per launch; bandwidth and TFLOP/s from scope bytes/flops vs ceilings):\n"
+        + _table(k, KERNEL_COLUMNS)
+        + "\n\n"
+    )
+    sys.stdout.write(
+        "probe regions (cycles per CTA x warp per launch; share of instrumented cycles):\n"
+        + _table(r, REGION_COLUMNS)
+        + "\n"
+    )
     if ov is not None:
-        sys.stdout.write("\noverlap (share of A's time another warp of the same CTA is in B):\n"
-                         + _table(ov, list(ov.columns)) + "\n")
+        sys.stdout.write(
+            "\noverlap (share of A's time another warp of the same CTA is in B):\n"
+            + _table(ov, list(ov.columns))
+            + "\n"
+        )
     for w in prof.warnings:
         sys.stdout.write(f"warning: {w}\n")
     return 0
@@ -105,5 +149,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-            for row in df.to_dict(orient="records")]
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        for row in df.to_dict(orient="records")
+    ]

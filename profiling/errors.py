@@ -1,4 +1,5 @@
 """Errors the profiling package raises; each message says what was wrong and what to do."""
+
 from __future__ import annotations
 
 

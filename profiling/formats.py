@@ -12,6 +12,7 @@ Checked against Triton 3.6 (files recorded on an H200, `tests/profiling/fixtures
   not the real clock: multiply by the frequency to get cycles back).
 Triton 3.7+ can write msgpack instead of JSON; it is decoded when the `msgpack` package is present.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 # Triton versions (major.minor) whose Proton formats were checked against real files.
 CHECKED_TRITON_VERSIONS = ("3.6",)
 
-TIME_NS_KEYS = ("time (ns)",)        # kernel-level time, summed over launches
+TIME_NS_KEYS = ("time (ns)",)  # kernel-level time, summed over launches
 COUNT_KEYS = ("count",)
 CYCLES_KEY = "cycles"
 NORMALIZED_CYCLES_KEY = "normalized_cycles"
@@ -59,12 +60,16 @@ def read_document(path: str | Path) -> Any:
     """Read a Proton output (JSON, JSON lines or msgpack) with a clear error for every bad case."""
     p = Path(path)
     if not p.exists():
-        raise TraceFileError(f"trace file {p} does not exist (was the profiling session finalized, "
-                             "and did the kernel run while it was active?)")
+        raise TraceFileError(
+            f"trace file {p} does not exist (was the profiling session finalized, "
+            "and did the kernel run while it was active?)"
+        )
     raw = p.read_bytes()
     if not raw.strip():
-        raise TraceFileError(f"trace file {p} is empty: the session that wrote it was probably not "
-                             "finalized, or no kernel ran while it was active")
+        raise TraceFileError(
+            f"trace file {p} is empty: the session that wrote it was probably not "
+            "finalized, or no kernel ran while it was active"
+        )
     head = raw.lstrip()[:1]
     if head not in (b"{", b"["):
         return _read_msgpack(p, raw)
@@ -74,9 +79,11 @@ def read_document(path: str | Path) -> Any:
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return _read_json_lines(p, text)
-        raise TraceFileError(f"trace file {p} is truncated or not valid JSON ({exc.msg} at line {exc.lineno}, "
-                             f"column {exc.colno}, file size {len(raw)} bytes): re-record it and make sure the "
-                             "session is finalized before the file is read") from exc
+        raise TraceFileError(
+            f"trace file {p} is truncated or not valid JSON ({exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno}, file size {len(raw)} bytes): re-record it and make sure the "
+            "session is finalized before the file is read"
+        ) from exc
 
 
 def _read_json_lines(p: Path, text: str) -> dict[str, Any]:
@@ -104,11 +111,14 @@ def _read_msgpack(p: Path, raw: bytes) -> Any:
         raise TraceVersionError(
             f"trace file {p} is not JSON; it looks like a msgpack profile written by Triton >= 3.7. "
             "Install `msgpack` to read it, or re-record with output_format='hatchet' "
-            f"(this package checked the JSON formats of Triton {', '.join(CHECKED_TRITON_VERSIONS)})") from exc
+            f"(this package checked the JSON formats of Triton {', '.join(CHECKED_TRITON_VERSIONS)})"
+        ) from exc
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for corrupt data
-        raise TraceFileError(f"trace file {p} is neither JSON nor msgpack ({type(exc).__name__}: {exc})") from exc
+        raise TraceFileError(
+            f"trace file {p} is neither JSON nor msgpack ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _walk(node: dict[str, Any]):
@@ -125,9 +135,11 @@ def split_hatchet(doc: Any, path: str | Path = "<memory>") -> tuple[dict[str, An
         return doc[0], device
     if isinstance(doc, dict) and "frame" in doc:  # a bare tree, without device info
         return doc, {}
-    raise TraceVersionError(f"{path}: not a Proton hatchet tree (expected `[tree, device_info]` with `frame` "
-                            f"nodes, got {_shape(doc)}); it may come from another Triton/Proton version "
-                            f"(formats checked: Triton {', '.join(CHECKED_TRITON_VERSIONS)})")
+    raise TraceVersionError(
+        f"{path}: not a Proton hatchet tree (expected `[tree, device_info]` with `frame` "
+        f"nodes, got {_shape(doc)}); it may come from another Triton/Proton version "
+        f"(formats checked: Triton {', '.join(CHECKED_TRITON_VERSIONS)})"
+    )
 
 
 def classify(doc: Any, path: str | Path = "<memory>") -> str:
@@ -137,14 +149,18 @@ def classify(doc: Any, path: str | Path = "<memory>") -> str:
         if not isinstance(events, list):
             raise TraceFileError(f"{path}: `traceEvents` is not a list")
         if not events:
-            raise TraceFileError(f"{path}: the chrome trace holds no events (no kernel ran while the session "
-                                 "was active, or the buffer dropped every event)")
+            raise TraceFileError(
+                f"{path}: the chrome trace holds no events (no kernel ran while the session "
+                "was active, or the buffer dropped every event)"
+            )
         if any(isinstance(e.get("pid"), str) and "CTA" in e["pid"] for e in events[:50]):
             return KIND_CHROME_PROBES
         if any(e.get("cat") == "kernel" or "dur" in e for e in events[:50]):
             return KIND_CHROME_KERNEL
-        raise TraceVersionError(f"{path}: chrome trace events have neither `CTA` pids nor kernel events "
-                                f"(first event: {json.dumps(events[0])[:200]}); another Proton version?")
+        raise TraceVersionError(
+            f"{path}: chrome trace events have neither `CTA` pids nor kernel events "
+            f"(first event: {json.dumps(events[0])[:200]}); another Proton version?"
+        )
     tree, _ = split_hatchet(doc, path)
     has_time = has_cycles = False
     for node in _walk(tree):
@@ -155,8 +171,10 @@ def classify(doc: Any, path: str | Path = "<memory>") -> str:
         return KIND_HATCHET_PROBES
     if has_time:
         return KIND_HATCHET_KERNEL
-    raise TraceFileError(f"{path}: the hatchet tree holds neither kernel times nor probe cycles "
-                         "(no kernel ran while the session was active?)")
+    raise TraceFileError(
+        f"{path}: the hatchet tree holds neither kernel times nor probe cycles "
+        "(no kernel ran while the session was active?)"
+    )
 
 
 def _shape(doc: Any) -> str:
@@ -184,10 +202,14 @@ def device_from_info(info: dict[str, Any]) -> dict[str, Any]:
         if backend.upper() == "CUDA" and arch.isdigit():
             arch = f"sm_{arch}"
         clock_khz = d.get("clock_rate")
-        return {"backend": backend, "arch": arch, "num_sms": d.get("num_sms"),
-                "clock_mhz": float(clock_khz) / 1e3 if clock_khz else None,
-                "memory_clock_mhz": float(d["memory_clock_rate"]) / 1e3 if d.get("memory_clock_rate") else None,
-                "bus_width_bits": d.get("bus_width")}
+        return {
+            "backend": backend,
+            "arch": arch,
+            "num_sms": d.get("num_sms"),
+            "clock_mhz": float(clock_khz) / 1e3 if clock_khz else None,
+            "memory_clock_mhz": float(d["memory_clock_rate"]) / 1e3 if d.get("memory_clock_rate") else None,
+            "bus_width_bits": d.get("bus_width"),
+        }
     return {}
 
 
@@ -195,8 +217,9 @@ def parse_probe_pid(pid: str) -> tuple[str, int, int]:
     """`"k Core0 CTA116"` -> (kernel, sm, cta)."""
     m = _PID_RE.match(str(pid))
     if not m:
-        raise TraceVersionError(f"probe trace pid {pid!r} does not read as '<kernel> Core<sm> CTA<id>' "
-                                "(another Proton version?)")
+        raise TraceVersionError(
+            f"probe trace pid {pid!r} does not read as '<kernel> Core<sm> CTA<id>' (another Proton version?)"
+        )
     return m["kernel"], int(m["sm"]), int(m["cta"])
 
 
@@ -204,8 +227,10 @@ def parse_probe_tid(tid: str) -> tuple[int, int]:
     """`"warp 3 (line 1)"` -> (warp, line)."""
     m = _TID_RE.match(str(tid))
     if not m:
-        raise TraceVersionError(f"probe trace tid {tid!r} does not read as 'warp <n> (line <k>)' "
-                                "(another Proton version, or a granularity other than warp?)")
+        raise TraceVersionError(
+            f"probe trace tid {tid!r} does not read as 'warp <n> (line <k>)' "
+            "(another Proton version, or a granularity other than warp?)"
+        )
     return int(m["warp"]), int(m["line"] or 0)
 
 
@@ -222,5 +247,7 @@ def version_warning(recorded: str | None) -> str | None:
     mm = ".".join(str(recorded).split(".")[:2])
     if mm in CHECKED_TRITON_VERSIONS:
         return None
-    return (f"recorded with Triton {recorded}; this parser was checked against the Proton formats of Triton "
-            f"{', '.join(CHECKED_TRITON_VERSIONS)}: numbers may be misread")
+    return (
+        f"recorded with Triton {recorded}; this parser was checked against the Proton formats of Triton "
+        f"{', '.join(CHECKED_TRITON_VERSIONS)}: numbers may be misread"
+    )

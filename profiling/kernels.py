@@ -6,6 +6,7 @@ Outside a probe session PROBES=True compiles the probes away, so it costs nothin
 
 Call `workbench.env.ensure_interpreter_if_no_gpu()` before importing this module on a CPU machine.
 """
+
 from __future__ import annotations
 
 import torch
@@ -49,8 +50,9 @@ def scale_add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr, PROBE
 
 
 @triton.jit
-def softmax_kernel(x_ptr, out_ptr, n_cols, x_stride_row, out_stride_row, BLOCK_N: tl.constexpr,
-                   PROBES: tl.constexpr = False):
+def softmax_kernel(
+    x_ptr, out_ptr, n_cols, x_stride_row, out_stride_row, BLOCK_N: tl.constexpr, PROBES: tl.constexpr = False
+):
     """out[r, :] = softmax(x[r, :]) for one row per program; x, out: [n_rows, n_cols] fp32.
 
     Probe regions: load_row, reduce, store_row.
@@ -76,9 +78,25 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, x_stride_row, out_stride_row, BLOCK_N
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_stride_m, a_stride_k, b_stride_k, b_stride_n,
-                  c_stride_m, c_stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr, PROBES: tl.constexpr = False):
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    a_stride_m,
+    a_stride_k,
+    b_stride_k,
+    b_stride_n,
+    c_stride_m,
+    c_stride_n,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PROBES: tl.constexpr = False,
+):
     """c = a @ b with a: [M, K], b: [K, N], c: [M, N]; fp32 accumulation, grouped tile order
     (Triton tutorial 03). Probes sit inside the K loop, so each launch records 2 * K / BLOCK_K
     region instances per warp: use a global or flush buffer for long K.
@@ -100,10 +118,16 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_stride_m, a_stride_k, b_stride
     for k0 in range(0, K, BLOCK_K):
         if PROBES:
             pl.enter_scope("load_tiles")
-        a = tl.load(a_ptr + rm[:, None] * a_stride_m + (k0 + rk)[None, :] * a_stride_k,
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * b_stride_k + rn[None, :] * b_stride_n,
-                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a = tl.load(
+            a_ptr + rm[:, None] * a_stride_m + (k0 + rk)[None, :] * a_stride_k,
+            mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + (k0 + rk)[:, None] * b_stride_k + rn[None, :] * b_stride_n,
+            mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N),
+            other=0.0,
+        )
         if PROBES:
             pl.exit_scope("load_tiles")
             pl.enter_scope("mma")
@@ -113,13 +137,18 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_stride_m, a_stride_k, b_stride
     if PROBES:
         pl.enter_scope("epilogue")
     c = acc.to(c_ptr.dtype.element_ty)
-    tl.store(c_ptr + rm[:, None] * c_stride_m + rn[None, :] * c_stride_n, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(
+        c_ptr + rm[:, None] * c_stride_m + rn[None, :] * c_stride_n,
+        c,
+        mask=(rm[:, None] < M) & (rn[None, :] < N),
+    )
     if PROBES:
         pl.exit_scope("epilogue")
 
 
-def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float = 0.5, probes: bool = False,
-              block: int = SCALE_ADD_BLOCK) -> torch.Tensor:
+def scale_add(
+    x: torch.Tensor, y: torch.Tensor, alpha: float = 0.5, probes: bool = False, block: int = SCALE_ADD_BLOCK
+) -> torch.Tensor:
     out = torch.empty_like(x)
     n = x.numel()
     scale_add_kernel[(triton.cdiv(n, block),)](x, y, out, n, alpha, BLOCK=block, PROBES=probes)
@@ -133,8 +162,16 @@ def scale_add_reference(x: torch.Tensor, y: torch.Tensor, alpha: float = 0.5) ->
 def softmax(x: torch.Tensor, probes: bool = False) -> torch.Tensor:
     n_rows, n_cols = x.shape
     out = torch.empty_like(x)
-    softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK_N=triton.next_power_of_2(n_cols),
-                              PROBES=probes, num_warps=SOFTMAX_NUM_WARPS)
+    softmax_kernel[(n_rows,)](
+        x,
+        out,
+        n_cols,
+        x.stride(0),
+        out.stride(0),
+        BLOCK_N=triton.next_power_of_2(n_cols),
+        PROBES=probes,
+        num_warps=SOFTMAX_NUM_WARPS,
+    )
     return out
 
 
@@ -142,15 +179,37 @@ def softmax_reference(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, probes: bool = False, blocks: dict[str, int] | None = None,
-           num_warps: int = 8, num_stages: int = 3) -> torch.Tensor:
+def matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    probes: bool = False,
+    blocks: dict[str, int] | None = None,
+    num_warps: int = 8,
+    num_stages: int = 3,
+) -> torch.Tensor:
     bl = dict(MATMUL_BLOCKS, **(blocks or {}))
     M, K = a.shape
     _, N = b.shape
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     grid = (triton.cdiv(M, bl["BLOCK_M"]) * triton.cdiv(N, bl["BLOCK_N"]),)
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                        c.stride(1), PROBES=probes, num_warps=num_warps, num_stages=num_stages, **bl)
+    matmul_kernel[grid](
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        PROBES=probes,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        **bl,
+    )
     return c
 
 
@@ -160,12 +219,40 @@ def matmul_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 # Compile-time signatures (for checking on a CPU that the probes reach TTGIR; see profiling.probes).
 SIGNATURES = {
-    "scale_add_kernel": ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32"},
-                         {"BLOCK": SCALE_ADD_BLOCK}),
-    "softmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "x_stride_row": "i32",
-                        "out_stride_row": "i32"}, {"BLOCK_N": 1024}),
-    "matmul_kernel": ({"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-                       "a_stride_m": "i32", "a_stride_k": "i32", "b_stride_k": "i32", "b_stride_n": "i32",
-                       "c_stride_m": "i32", "c_stride_n": "i32"}, dict(MATMUL_BLOCKS)),
+    "scale_add_kernel": (
+        {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32"},
+        {"BLOCK": SCALE_ADD_BLOCK},
+    ),
+    "softmax_kernel": (
+        {
+            "x_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "n_cols": "i32",
+            "x_stride_row": "i32",
+            "out_stride_row": "i32",
+        },
+        {"BLOCK_N": 1024},
+    ),
+    "matmul_kernel": (
+        {
+            "a_ptr": "*fp16",
+            "b_ptr": "*fp16",
+            "c_ptr": "*fp16",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "a_stride_m": "i32",
+            "a_stride_k": "i32",
+            "b_stride_k": "i32",
+            "b_stride_n": "i32",
+            "c_stride_m": "i32",
+            "c_stride_n": "i32",
+        },
+        dict(MATMUL_BLOCKS),
+    ),
 }
-KERNELS = {"scale_add_kernel": scale_add_kernel, "softmax_kernel": softmax_kernel, "matmul_kernel": matmul_kernel}
+KERNELS = {
+    "scale_add_kernel": scale_add_kernel,
+    "softmax_kernel": softmax_kernel,
+    "matmul_kernel": matmul_kernel,
+}

@@ -1,4 +1,5 @@
 """Matplotlib/seaborn figures of a Profile (imported lazily: the GPU machine may lack them)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,14 @@ def region_palette(names: list[str]) -> dict[str, Any]:
     return {n: colors[i % len(colors)] for i, n in enumerate(names)}
 
 
-def warp_timeline(prof: Profile, cta: int, kernel: str | None = None, ax: Any = None, unit: str = "auto",
-                  highlight: str | None = None) -> Any:
+def warp_timeline(
+    prof: Profile,
+    cta: int,
+    kernel: str | None = None,
+    ax: Any = None,
+    unit: str = "auto",
+    highlight: str | None = None,
+) -> Any:
     """One lane per warp of one CTA; each probe region a coloured bar (nested regions drawn thinner)."""
     plt = _plt()
     ev = prof.timeline(cta, kernel)
@@ -40,8 +47,14 @@ def warp_timeline(prof: Profile, cta: int, kernel: str | None = None, ax: Any = 
     for (warp, region, depth), g in ev.groupby(["warp", "region", "line"]):  # one artist per lane/region
         h = 0.8 / (1 + int(depth))
         alpha = 1.0 if highlight in (None, region) else 0.25
-        ax.broken_barh(list(zip(g["_s"], g["_d"])), (lane[warp] - h / 2, h), facecolors=palette[region],
-                       edgecolor="black", linewidth=0.3, alpha=alpha)
+        ax.broken_barh(
+            list(zip(g["_s"], g["_d"], strict=False)),
+            (lane[warp] - h / 2, h),
+            facecolors=palette[region],
+            edgecolor="black",
+            linewidth=0.3,
+            alpha=alpha,
+        )
     ax.set_yticks(range(len(warps)), [f"warp {w}" for w in warps])
     ax.invert_yaxis()
     ax.set_xlabel("time since CTA start [ns]" if use_ns else "cycles since CTA start")
@@ -49,12 +62,19 @@ def warp_timeline(prof: Profile, cta: int, kernel: str | None = None, ax: Any = 
     ax.set_title(f"{name}: CTA {cta} (SM {int(ev['sm'].iloc[0])})")
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color=c, label=n) for n, c in palette.items()], loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(
+        handles=[Patch(color=c, label=n) for n, c in palette.items()],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     return ax
 
 
-def region_distribution(prof: Profile, region: str | None = None, kernel: str | None = None, ax: Any = None) -> Any:
+def region_distribution(
+    prof: Profile, region: str | None = None, kernel: str | None = None, ax: Any = None
+) -> Any:
     """Distribution across CTAs (and sampled warps) of the cycles spent in each region (or one region)."""
     import seaborn as sns
 
@@ -63,17 +83,34 @@ def region_distribution(prof: Profile, region: str | None = None, kernel: str | 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
     if not len(ev):
-        ax.text(0.5, 0.5, "no probe trace loaded (distributions need a chrome trace)", ha="center",
-                va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no probe trace loaded (distributions need a chrome trace)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         return ax
     per = ev.groupby(["region", "cta", "warp"], as_index=False)["dur_cycles"].sum()
     if region is not None:
         per = per[per["region"] == region]
     palette = region_palette(prof.region_names(kernel))
-    sns.boxplot(data=per, x="dur_cycles", y="region", hue="region", palette=palette, ax=ax, legend=False,
-                fliersize=1.5, orient="h")
-    sns.stripplot(data=per, x="dur_cycles", y="region", color="black", size=1.5, alpha=0.35, ax=ax, orient="h")
+    sns.boxplot(
+        data=per,
+        x="dur_cycles",
+        y="region",
+        hue="region",
+        palette=palette,
+        ax=ax,
+        legend=False,
+        fliersize=1.5,
+        orient="h",
+    )
+    sns.stripplot(
+        data=per, x="dur_cycles", y="region", color="black", size=1.5, alpha=0.35, ax=ax, orient="h"
+    )
     ax.set_xlabel("cycles per (CTA, warp)")
     ax.set_ylabel("")
     ax.set_title(f"region durations across {per['cta'].nunique()} CTAs")
@@ -90,7 +127,9 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
         _, axes = plt.subplots(1, 2, figsize=(11, 0.8 + 0.4 * max(min(len(k), top), 1)))
     if not len(k):
         for ax in axes:
-            ax.text(0.5, 0.5, "no kernel-level profile loaded", ha="center", va="center", transform=ax.transAxes)
+            ax.text(
+                0.5, 0.5, "no kernel-level profile loaded", ha="center", va="center", transform=ax.transAxes
+            )
             ax.set_axis_off()
         return axes
     d = k.head(top).copy()
@@ -106,7 +145,7 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
     if not np.isnan(ceiling):
         axes[1].axvline(ceiling, color="red", linestyle="--", label=f"ceiling {ceiling:.0f} GB/s")
         axes[1].legend(loc="best", fontsize=8)
-    for y, (g, f) in enumerate(zip(gb, d["bw_fraction"])):
+    for y, (g, f) in enumerate(zip(gb, d["bw_fraction"], strict=False)):
         if g > 0 and f == f:
             axes[1].text(g, y, f" {100 * f:.0f}%", va="center", fontsize=8)
     axes[1].set_xlabel("achieved GB/s (bytes from scope metadata)")

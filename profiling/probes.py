@@ -6,6 +6,7 @@ A kernel lists its regions in its docstring (docs/CONTRACTS.md), as a line
 needed), and returns the region names found in the TTGIR: the check that probes are not lost
 before Proton's own lowering passes (which need a GPU session) run.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -49,8 +50,14 @@ def declared_regions(kernel: Any) -> list[str]:
     return []
 
 
-def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any],
-                  arch: int = 90, warp_size: int = 32, probes_flag: str = "PROBES") -> dict[str, list[str]]:
+def ttgir_regions(
+    kernel: Any,
+    signature: dict[str, str],
+    constexprs: dict[str, Any],
+    arch: int = 90,
+    warp_size: int = 32,
+    probes_flag: str = "PROBES",
+) -> dict[str, list[str]]:
     """Compile `kernel` with `probes_flag=True` for `GPUTarget("cuda", arch, warp_size)` up to TTGIR.
 
     Returns {"ttir": [...], "ttgir": [...]}: region names (each once, in order of first record).
@@ -70,7 +77,9 @@ def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, 
         from triton.profiler.flags import flags
         from triton.runtime.jit import JITFunction
     except ImportError as exc:
-        raise ProfilingUnavailable(f"this Triton build lacks the pieces needed to compile with probes: {exc}") from exc
+        raise ProfilingUnavailable(
+            f"this Triton build lacks the pieces needed to compile with probes: {exc}"
+        ) from exc
 
     fn = kernel if isinstance(kernel, JITFunction) else JITFunction(python_function(kernel))
     sig = dict(signature)
@@ -90,8 +99,9 @@ def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, 
     saved = flags.instrumentation_on
     flags.instrumentation_on = True  # makes pl.enter_scope emit proton.record ops, as a session does
     try:
-        module = src.make_ir(target, options, backend.get_codegen_implementation(options),
-                             backend.get_module_map(), ctx)
+        module = src.make_ir(
+            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx
+        )
         out: dict[str, list[str]] = {}
         metadata: dict[str, Any] = {}
         for stage in ("ttir", "ttgir"):
@@ -102,17 +112,38 @@ def ttgir_regions(kernel: Any, signature: dict[str, str], constexprs: dict[str, 
     return out
 
 
-def _ttgir_regions_in_child(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any], arch: int,
-                            warp_size: int, probes_flag: str) -> dict[str, list[str]]:
+def _ttgir_regions_in_child(
+    kernel: Any,
+    signature: dict[str, str],
+    constexprs: dict[str, Any],
+    arch: int,
+    warp_size: int,
+    probes_flag: str,
+) -> dict[str, list[str]]:
     fn = python_function(kernel)
-    job = {"module": fn.__module__, "name": fn.__name__, "signature": signature, "constexprs": constexprs,
-           "arch": arch, "warp_size": warp_size, "probes_flag": probes_flag}
+    job = {
+        "module": fn.__module__,
+        "name": fn.__name__,
+        "signature": signature,
+        "constexprs": constexprs,
+        "arch": arch,
+        "warp_size": warp_size,
+        "probes_flag": probes_flag,
+    }
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", "profiling.probes"], input=json.dumps(job), env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "profiling.probes"],
+        input=json.dumps(job),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"compiling {job['module']}.{job['name']} with probes for cuda:{arch} failed:\n"
-                           + proc.stderr[-3000:])
+        raise RuntimeError(
+            f"compiling {job['module']}.{job['name']} with probes for cuda:{arch} failed:\n"
+            + proc.stderr[-3000:]
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -121,8 +152,9 @@ def _main() -> None:
 
     job = json.loads(sys.stdin.read())
     kernel = getattr(importlib.import_module(job["module"]), job["name"])
-    out = ttgir_regions(kernel, job["signature"], job["constexprs"], job["arch"], job["warp_size"],
-                        job["probes_flag"])
+    out = ttgir_regions(
+        kernel, job["signature"], job["constexprs"], job["arch"], job["warp_size"], job["probes_flag"]
+    )
     print(json.dumps(out))
 
 

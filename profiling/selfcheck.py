@@ -13,6 +13,7 @@ probe regions), on a GPU:
 Writes the traces, their sidecars and `selfcheck.json` (provenance, numbers, every check and its
 verdict). Exit status 0 when every check passed, 1 otherwise, 2 when no GPU is visible.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,8 @@ from typing import Any, Callable
 
 log = logging.getLogger("profiling.selfcheck")
 
-AGREEMENT_TOL = 0.10          # kernel-level (CUPTI) vs CUDA-event time per launch
-MAX_FILE_BYTES = 1_000_000    # committed traces stay below this
+AGREEMENT_TOL = 0.10  # kernel-level (CUPTI) vs CUDA-event time per launch
+MAX_FILE_BYTES = 1_000_000  # committed traces stay below this
 
 
 @dataclass
@@ -41,11 +42,11 @@ class Case:
     """One instrumented kernel and how to drive it."""
 
     name: str
-    kernel: Any                                  # the @triton.jit function (for its declared regions)
-    run: Callable[[bool], Any]                   # run(probes) -> output, full size
+    kernel: Any  # the @triton.jit function (for its declared regions)
+    run: Callable[[bool], Any]  # run(probes) -> output, full size
     reference: Callable[[], Any]
-    run_small: Callable[[bool], Any]             # a smaller launch for the chrome trace
-    bytes: float = math.nan                      # bytes moved per launch (read + write)
+    run_small: Callable[[bool], Any]  # a smaller launch for the chrome trace
+    bytes: float = math.nan  # bytes moved per launch (read + write)
     flops: float = math.nan
     flops_dtype: str = "fp16"
     atol: float = 1e-5
@@ -60,7 +61,7 @@ def demo_cases(device: str = "cuda") -> list[Case]:
     from . import kernels as K
 
     g = torch.Generator(device=device).manual_seed(0)
-    n = (1 << 25) + 3                                    # odd tail: the mask matters
+    n = (1 << 25) + 3  # odd tail: the mask matters
     x = torch.randn(n, device=device, generator=g)
     y = torch.randn(n, device=device, generator=g)
     xs, ys = x[: (1 << 20) + 3], y[: (1 << 20) + 3]
@@ -71,16 +72,41 @@ def demo_cases(device: str = "cuda") -> list[Case]:
     b = torch.randn(m, m, device=device, dtype=torch.float16, generator=g)
     a_s, b_s = a[:1024, :1024].contiguous(), b[:1024, :1024].contiguous()
     return [
-        Case("scale_add", K.scale_add_kernel, lambda p: K.scale_add(x, y, 0.5, probes=p),
-             lambda: K.scale_add_reference(x, y, 0.5), lambda p: K.scale_add(xs, ys, 0.5, probes=p),
-             bytes=3 * 4 * n, flops=5 * n, flops_dtype="fp32"),
-        Case("softmax", K.softmax_kernel, lambda p: K.softmax(s, probes=p), lambda: K.softmax_reference(s),
-             lambda p: K.softmax(s[:1024], probes=p), bytes=2 * 4 * rows * cols, atol=1e-6, rtol=1e-4),
+        Case(
+            "scale_add",
+            K.scale_add_kernel,
+            lambda p: K.scale_add(x, y, 0.5, probes=p),
+            lambda: K.scale_add_reference(x, y, 0.5),
+            lambda p: K.scale_add(xs, ys, 0.5, probes=p),
+            bytes=3 * 4 * n,
+            flops=5 * n,
+            flops_dtype="fp32",
+        ),
+        Case(
+            "softmax",
+            K.softmax_kernel,
+            lambda p: K.softmax(s, probes=p),
+            lambda: K.softmax_reference(s),
+            lambda p: K.softmax(s[:1024], probes=p),
+            bytes=2 * 4 * rows * cols,
+            atol=1e-6,
+            rtol=1e-4,
+        ),
         # in-loop probes: 64 K-steps x 2 regions per warp do not fit the default shared buffer
-        Case("matmul", K.matmul_kernel, lambda p: K.matmul(a, b, probes=p), lambda: K.matmul_reference(a, b),
-             lambda p: K.matmul(a_s, b_s, probes=p), bytes=3 * 2 * m * m, flops=2 * m ** 3, flops_dtype="fp16",
-             atol=0.5, rtol=2e-2, probe_options={"buffer_type": "global", "buffer_size": 65536},
-             trace_warps=(0, 4)),
+        Case(
+            "matmul",
+            K.matmul_kernel,
+            lambda p: K.matmul(a, b, probes=p),
+            lambda: K.matmul_reference(a, b),
+            lambda p: K.matmul(a_s, b_s, probes=p),
+            bytes=3 * 2 * m * m,
+            flops=2 * m**3,
+            flops_dtype="fp16",
+            atol=0.5,
+            rtol=2e-2,
+            probe_options={"buffer_type": "global", "buffer_size": 65536},
+            trace_warps=(0, 4),
+        ),
     ]
 
 
@@ -99,8 +125,16 @@ def _mbdt_case(device: str) -> Case:
     xs = x[:4096]
     padded, counts, offsets, _ = K.pack_borders(borders.to(device), lengths)
     model = R.MergeBucketizedDense(borders, lengths).to(device)
-    return Case("mbdt", K._mbdt_kernel, lambda p: K.mbdt(x, padded, counts, offsets, probes=p), lambda: model(x),
-                lambda p: K.mbdt(xs, padded, counts, offsets, probes=p), bytes=(4 + 8) * x.numel(), atol=0, rtol=0)
+    return Case(
+        "mbdt",
+        K._mbdt_kernel,
+        lambda p: K.mbdt(x, padded, counts, offsets, probes=p),
+        lambda: model(x),
+        lambda p: K.mbdt(xs, padded, counts, offsets, probes=p),
+        bytes=(4 + 8) * x.numel(),
+        atol=0,
+        rtol=0,
+    )
 
 
 # Case studies with an adapter here; others may offer `profiling_case(device) -> dict of Case fields`.
@@ -148,8 +182,13 @@ def time_cuda_events(fn: Callable[[], Any], reps: int = 20, trials: int = 7) -> 
         torch.cuda.synchronize()
         per.append(start.elapsed_time(end) / reps)
     q = statistics.quantiles(per, n=5) if len(per) >= 5 else [min(per)] * 4
-    return {"median_us": 1e3 * statistics.median(per), "p20_us": 1e3 * q[0], "p80_us": 1e3 * q[3],
-            "reps": reps, "trials": trials}
+    return {
+        "median_us": 1e3 * statistics.median(per),
+        "p20_us": 1e3 * q[0],
+        "p80_us": 1e3 * q[3],
+        "reps": reps,
+        "trials": trials,
+    }
 
 
 def _kernel_row(prof: Any, kernel: str, scope: str | None = None) -> dict[str, Any]:
@@ -157,16 +196,22 @@ def _kernel_row(prof: Any, kernel: str, scope: str | None = None) -> dict[str, A
     if scope is not None:
         k = k[k["scope"].str.startswith(scope)]
     if not len(k):
-        raise AssertionError(f"kernel {kernel!r} (scope {scope!r}) absent from the kernel-level profile; "
-                             f"found {sorted(set(prof.kernels['kernel']))}")
+        raise AssertionError(
+            f"kernel {kernel!r} (scope {scope!r}) absent from the kernel-level profile; "
+            f"found {sorted(set(prof.kernels['kernel']))}"
+        )
     t, n = float(k["time_ns"].sum()), int(k["launches"].sum())
-    return {"launches": n, "time_per_launch_us": t / n / 1e3,
-            "gbps": float(k["gbps"].iloc[0]) if "gbps" in k else math.nan,
-            "tflops": float(k["tflops"].iloc[0]) if "tflops" in k else math.nan}
+    return {
+        "launches": n,
+        "time_per_launch_us": t / n / 1e3,
+        "gbps": float(k["gbps"].iloc[0]) if "gbps" in k else math.nan,
+        "tflops": float(k["tflops"].iloc[0]) if "tflops" in k else math.nan,
+    }
 
 
-def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int, max_ctas: int,
-               clock_variant: bool) -> dict[str, Any]:
+def check_case(
+    case: Case, out: Path, scratch: Path, reps: int, probe_reps: int, max_ctas: int, clock_variant: bool
+) -> dict[str, Any]:
     import torch
 
     import profiling
@@ -192,8 +237,12 @@ def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int,
 
     # 3. kernel level: tree with bytes/flops scopes, then a short chrome trace
     with profiling.kernel_session(out / f"{case.name}_kernels", data="tree") as s:
-        with s.scope(case.name, bytes=case.bytes * reps if not math.isnan(case.bytes) else None,
-                     flops=case.flops * reps if not math.isnan(case.flops) else None, flops_dtype=case.flops_dtype):
+        with s.scope(
+            case.name,
+            bytes=case.bytes * reps if not math.isnan(case.bytes) else None,
+            flops=case.flops * reps if not math.isnan(case.flops) else None,
+            flops_dtype=case.flops_dtype,
+        ):
             for _ in range(reps):
                 case.run(False)
         torch.cuda.synchronize()
@@ -201,9 +250,13 @@ def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int,
     krow = _kernel_row(kprof, kname)
     res["kernel_level"] = krow
     dev = abs(krow["time_per_launch_us"] - plain["median_us"]) / plain["median_us"]
-    checks["cupti_vs_cuda_events"] = {"passed": dev <= AGREEMENT_TOL, "relative_difference": dev,
-                                      "cupti_us": krow["time_per_launch_us"], "events_us": plain["median_us"],
-                                      "tolerance": AGREEMENT_TOL}
+    checks["cupti_vs_cuda_events"] = {
+        "passed": dev <= AGREEMENT_TOL,
+        "relative_difference": dev,
+        "cupti_us": krow["time_per_launch_us"],
+        "events_us": plain["median_us"],
+        "tolerance": AGREEMENT_TOL,
+    }
     with profiling.kernel_session(out / f"{case.name}_kernels", data="trace"):
         for _ in range(2):
             case.run(False)
@@ -211,7 +264,9 @@ def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int,
 
     # 4. probes, tree, with CUPTI device times of the instrumented launches beside
     opts = profiling.ProbeOptions(**case.probe_options)
-    with profiling.probe_session(out / f"{case.name}_probes", data="tree", options=opts, kernel_times=True) as ps:
+    with profiling.probe_session(
+        out / f"{case.name}_probes", data="tree", options=opts, kernel_times=True
+    ) as ps:
         with ps.scope("probes"):
             for _ in range(probe_reps):
                 case.run(True)
@@ -219,11 +274,16 @@ def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int,
     pprof = profiling.load(ps.path, ps.kernels_path)
     irow = _kernel_row(pprof, kname, scope="probes")
     overhead = irow["time_per_launch_us"] / krow["time_per_launch_us"] - 1.0
-    res["instrumented"] = {**irow, "overhead": overhead, "dropped_event_lines": ps.dropped_lines,
-                           "options": case.probe_options}
+    res["instrumented"] = {
+        **irow,
+        "overhead": overhead,
+        "dropped_event_lines": ps.dropped_lines,
+        "options": case.probe_options,
+    }
     reg = pprof.regions[pprof.regions["kernel"] == kname]
-    res["regions"] = reg[["region", "depth", "cycles", "cycles_per_launch", "share", "ns_per_launch",
-                          "launches"]].to_dict(orient="records")
+    res["regions"] = reg[
+        ["region", "depth", "cycles", "cycles_per_launch", "share", "ns_per_launch", "launches"]
+    ].to_dict(orient="records")
     try:
         pprof.check_regions(regions, kernel=kname)
         checks["regions_nonzero"] = {"passed": bool(regions), "expected": regions}
@@ -247,25 +307,38 @@ def check_case(case: Case, out: Path, scratch: Path, reps: int, probe_reps: int,
     shutil.copy(str(ts.path) + ".meta.json", str(dst) + ".meta.json")
     tprof = profiling.load(dst, clock_mhz=pprof.clock_mhz)
     res["trace_regions"] = sorted(set(tprof.events["region"]))
-    checks["trace_regions"] = {"passed": set(regions) <= set(res["trace_regions"]), "found": res["trace_regions"]}
+    checks["trace_regions"] = {
+        "passed": set(regions) <= set(res["trace_regions"]),
+        "found": res["trace_regions"],
+    }
     ov = tprof.overlap(kernel=kname)
     res["overlap_top"] = ov.sort_values("concurrent_share", ascending=False).head(6).to_dict(orient="records")
 
     if clock_variant:
-        vopts = profiling.ProbeOptions(**dict(case.probe_options, warps=case.trace_warps, buffer_type="global",
-                                              optimizations=("clock32", "time_shift")))
+        vopts = profiling.ProbeOptions(
+            **dict(
+                case.probe_options,
+                warps=case.trace_warps,
+                buffer_type="global",
+                optimizations=("clock32", "time_shift"),
+            )
+        )
         with profiling.probe_session(scratch / f"{case.name}_clock32", data="trace", options=vopts) as vs:
             case.run_small(True)
             torch.cuda.synchronize()
         vprof = profiling.load(vs.path, clock_mhz=pprof.clock_mhz)
         base = tprof.events.groupby("region")["dur_cycles"].median()
         var = vprof.events.groupby("region")["dur_cycles"].median()
-        res["clock32_time_shift"] = {"median_cycles_default": base.to_dict(), "median_cycles_clock32_time_shift":
-                                     var.to_dict(), "events": len(vprof.events)}
+        res["clock32_time_shift"] = {
+            "median_cycles_default": base.to_dict(),
+            "median_cycles_clock32_time_shift": var.to_dict(),
+            "events": len(vprof.events),
+        }
     sizes = {p.name: p.stat().st_size for p in out.glob(f"{case.name}_*") if p.is_file()}
     checks["files_small"] = {"passed": all(v < MAX_FILE_BYTES for v in sizes.values()), "bytes": sizes}
-    res["summary_text"] = profiling.summarize(profiling.load(out / f"{case.name}_kernels.hatchet",
-                                                             ps.path, dst, clock_mhz=pprof.clock_mhz))
+    res["summary_text"] = profiling.summarize(
+        profiling.load(out / f"{case.name}_kernels.hatchet", ps.path, dst, clock_mhz=pprof.clock_mhz)
+    )
     res["passed"] = all(c["passed"] for c in checks.values())
     return res
 
@@ -274,8 +347,10 @@ def _add_overhead(path: Path, kernel: str, overhead: float) -> None:
     sc = Path(str(path) + ".meta.json")
     meta = json.loads(sc.read_text()) if sc.exists() else {}
     meta.setdefault("overhead", {})[kernel] = overhead
-    meta["overhead_method"] = ("CUPTI device time per launch, instrumented (probe session) over plain "
-                               "(kernel-level session), same shapes")
+    meta["overhead_method"] = (
+        "CUPTI device time per launch, instrumented (probe session) over plain "
+        "(kernel-level session), same shapes"
+    )
     sc.write_text(json.dumps(meta, indent=1, default=str))
 
 
@@ -305,8 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         prov["commit_note"] = "passed with --commit: no git repository on the measuring machine"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"provenance": prov, "platform": describe_device("cuda").to_dict(),
-                               "agreement_tolerance": AGREEMENT_TOL, "cases": {}}
+    summary: dict[str, Any] = {
+        "provenance": prov,
+        "platform": describe_device("cuda").to_dict(),
+        "agreement_tolerance": AGREEMENT_TOL,
+        "cases": {},
+    }
     cases = demo_cases() + case_study_cases()
     if args.only:
         cases = [c for c in cases if c.name in args.only]
@@ -314,16 +393,26 @@ def main(argv: list[str] | None = None) -> int:
         for i, case in enumerate(cases):
             log.info("== %s", case.name)
             try:
-                summary["cases"][case.name] = check_case(case, out, Path(tmp), args.reps, args.probe_reps,
-                                                         args.max_ctas, clock_variant=(i == 0))
+                summary["cases"][case.name] = check_case(
+                    case, out, Path(tmp), args.reps, args.probe_reps, args.max_ctas, clock_variant=(i == 0)
+                )
             except Exception as exc:  # one kernel's failure must not hide the others' evidence
-                summary["cases"][case.name] = {"passed": False, "error": f"{type(exc).__name__}: {exc}",
-                                               "traceback": traceback.format_exc()[-3000:]}
+                summary["cases"][case.name] = {
+                    "passed": False,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc()[-3000:],
+                }
                 log.error("%s failed: %s", case.name, exc)
-            log.info("%s: %s", case.name, json.dumps(summary["cases"][case.name].get("checks", {}), default=str))
+            log.info(
+                "%s: %s", case.name, json.dumps(summary["cases"][case.name].get("checks", {}), default=str)
+            )
     summary["passed"] = bool(cases) and all(c.get("passed") for c in summary["cases"].values())
     (out / "selfcheck.json").write_text(json.dumps(_clean(summary), indent=1, default=_json_default))
-    print(json.dumps({k: {"passed": v.get("passed"), "error": v.get("error")} for k, v in summary["cases"].items()}))
+    print(
+        json.dumps(
+            {k: {"passed": v.get("passed"), "error": v.get("error")} for k, v in summary["cases"].items()}
+        )
+    )
     return 0 if summary["passed"] else 1
 
 

@@ -18,6 +18,7 @@ Rules that come from Proton itself (../shared/PROTON_NOTES.md):
 Each session writes `<output>.meta.json` beside its output (Triton version, options, launches per
 kernel, SM clock, dropped-event lines, the error if the body raised): the trace model reads it.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -55,15 +56,19 @@ def _proton():
 
 def _check_can_profile() -> None:
     if os.environ.get("TRITON_INTERPRET") == "1":
-        raise ProfilingUnavailable("TRITON_INTERPRET=1: kernels run in Triton's CPU interpreter, which Proton "
-                                   "cannot profile; read recorded traces with profiling.load(...) instead")
+        raise ProfilingUnavailable(
+            "TRITON_INTERPRET=1: kernels run in Triton's CPU interpreter, which Proton "
+            "cannot profile; read recorded traces with profiling.load(...) instead"
+        )
     try:
         import triton
 
         backend = triton.runtime.driver.active.get_current_target().backend
     except Exception as exc:  # triton raises RuntimeError("0 active drivers ...") and others without a GPU
-        raise ProfilingUnavailable(f"Proton needs a GPU driver and found none ({type(exc).__name__}: "
-                                   f"{str(exc)[:160]}); read recorded traces with profiling.load(...)") from exc
+        raise ProfilingUnavailable(
+            f"Proton needs a GPU driver and found none ({type(exc).__name__}: "
+            f"{str(exc)[:160]}); read recorded traces with profiling.load(...)"
+        ) from exc
     if backend not in ("cuda", "hip"):
         raise ProfilingUnavailable(f"Proton profiles CUDA and HIP targets, not {backend!r}")
 
@@ -76,8 +81,10 @@ def active_session() -> "_Session | None":
 def assert_not_instrumenting(what: str = "timing") -> None:
     """Raise when a probe session is open: timings taken now would include Proton's host work."""
     if isinstance(_ACTIVE, ProbeSession):
-        raise SessionActiveError(f"refusing {what} while probe session {_ACTIVE.name!r} is open: instrumented "
-                                 "launches carry Proton's buffer handling; time outside the session")
+        raise SessionActiveError(
+            f"refusing {what} while probe session {_ACTIVE.name!r} is open: instrumented "
+            "launches carry Proton's buffer handling; time outside the session"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,9 @@ class ProbeOptions:
         if self.buffer_type not in BUFFER_TYPES:
             raise ValueError(f"buffer_type must be one of {BUFFER_TYPES}, not {self.buffer_type!r}")
         if self.buffer_strategy not in BUFFER_STRATEGIES:
-            raise ValueError(f"buffer_strategy must be one of {BUFFER_STRATEGIES}, not {self.buffer_strategy!r}")
+            raise ValueError(
+                f"buffer_strategy must be one of {BUFFER_STRATEGIES}, not {self.buffer_strategy!r}"
+            )
         if self.buffer_size < 0:
             raise ValueError("buffer_size must be >= 0 (0: Proton's default)")
         bad = [o for o in self.optimizations if o not in OPTIMIZATIONS]
@@ -117,11 +126,14 @@ class ProbeOptions:
     def to_mode(self) -> Any:
         mode = _proton().mode
         return mode.Default(
-            buffer_type=self.buffer_type, buffer_size=self.buffer_size, buffer_strategy=self.buffer_strategy,
+            buffer_type=self.buffer_type,
+            buffer_size=self.buffer_size,
+            buffer_strategy=self.buffer_strategy,
             granularity=self.granularity,
             sampling_strategy="selective" if self.warps is not None else "none",
             sampling_options=",".join(str(w) for w in self.warps) if self.warps is not None else "",
-            optimizations=",".join(self.optimizations))
+            optimizations=",".join(self.optimizations),
+        )
 
 
 def _strip_suffix(name: str | Path) -> Path:
@@ -135,7 +147,10 @@ def _device_info() -> dict[str, Any]:
 
         drv = triton.runtime.driver.active
         props = drv.utils.get_device_properties(drv.get_current_device())
-        return {"clock_mhz": props.get("sm_clock_rate", 0) / 1e3 or None, "num_sms": props.get("multiprocessor_count")}
+        return {
+            "clock_mhz": props.get("sm_clock_rate", 0) / 1e3 or None,
+            "num_sms": props.get("multiprocessor_count"),
+        }
     except Exception as exc:  # device info is a nicety: a session must not fail for it
         log.debug("no device properties: %s", exc)
         return {}
@@ -179,7 +194,8 @@ class _Session:
                 raise SessionActiveError(
                     f"a profiling session is already open ({_ACTIVE.kind} session writing {_ACTIVE.path}, "
                     f"started {_ACTIVE._started}); close it (leave its `with` block or call .close()) "
-                    "before starting another")
+                    "before starting another"
+                )
             _check_can_profile()
             self.base.parent.mkdir(parents=True, exist_ok=True)
             _ACTIVE = self
@@ -211,7 +227,9 @@ class _Session:
                     _ACTIVE = None
             self._write_sidecars()
         if self.error:
-            log.warning("%s session %s closed after an error in its body: %s", self.kind, self.path, self.error)
+            log.warning(
+                "%s session %s closed after an error in its body: %s", self.kind, self.path, self.error
+            )
 
     # pieces subclasses fill in --------------------------------------------------------------------
     kind = "base"
@@ -262,9 +280,16 @@ class _Session:
             tv = triton.__version__
         except ImportError:
             tv = None
-        return {"kind": self.kind, "data": self.data, "triton": tv, "started": self._started,
-                "wall_s": round(time.perf_counter() - self._t0, 3), "launches": dict(self.launches),
-                "device": _device_info(), "error": self.error}
+        return {
+            "kind": self.kind,
+            "data": self.data,
+            "triton": tv,
+            "started": self._started,
+            "wall_s": round(time.perf_counter() - self._t0, 3),
+            "launches": dict(self.launches),
+            "device": _device_info(),
+            "error": self.error,
+        }
 
     def _write_sidecars(self) -> None:
         meta = self._meta()
@@ -287,8 +312,14 @@ class KernelSession(_Session):
     def _start(self) -> None:
         self._ids.append(_proton().start(self.name, data=self.data, hook=self.hook))
 
-    def scope(self, name: str, bytes: float | None = None, flops: float | None = None,
-              flops_dtype: str = "fp16", **metrics: float) -> Any:
+    def scope(
+        self,
+        name: str,
+        bytes: float | None = None,
+        flops: float | None = None,
+        flops_dtype: str = "fp16",
+        **metrics: float,
+    ) -> Any:
         """A named scope; `bytes`/`flops` become GB/s and TFLOP/s of the kernels under it."""
         m = dict(metrics)
         if bytes is not None:
@@ -308,8 +339,14 @@ class ProbeSession(_Session):
 
     kind = "probes"
 
-    def __init__(self, name: str | Path, data: str = "tree", options: ProbeOptions | None = None,
-                 kernel_times: bool = False, capture_stderr: bool = True):
+    def __init__(
+        self,
+        name: str | Path,
+        data: str = "tree",
+        options: ProbeOptions | None = None,
+        kernel_times: bool = False,
+        capture_stderr: bool = True,
+    ):
         super().__init__(name, data)
         self.options = options or ProbeOptions()
         self.kernel_times = kernel_times
@@ -326,8 +363,9 @@ class ProbeSession(_Session):
             self._stderr = _Fd2Capture().start()
         if self.kernel_times:
             self._ids.append(proton.start(str(self.base) + "_kernels", data="tree"))
-        self._ids.append(proton.start(self.name, data=self.data, backend="instrumentation",
-                                      mode=self.options.to_mode()))
+        self._ids.append(
+            proton.start(self.name, data=self.data, backend="instrumentation", mode=self.options.to_mode())
+        )
 
     def scope(self, name: str) -> Any:
         """A host-side scope: region rows of kernels launched inside carry it in their `scope` column."""
@@ -342,17 +380,22 @@ class ProbeSession(_Session):
                 self.dropped_lines = sum("dropped" in line for line in lines)
                 other = [line for line in lines if "dropped" not in line]
                 if self.dropped_lines:
-                    log.warning("Proton dropped events in %d warps' buffers (circular buffer overflow): "
-                                "early regions may be missing; raise buffer_size or sample fewer warps",
-                                self.dropped_lines)
+                    log.warning(
+                        "Proton dropped events in %d warps' buffers (circular buffer overflow): "
+                        "early regions may be missing; raise buffer_size or sample fewer warps",
+                        self.dropped_lines,
+                    )
                 for line in other[:50]:
                     sys.stderr.write(line + "\n")
                 self._stderr = None
 
     def _meta(self) -> dict[str, Any]:
         meta = super()._meta()
-        meta.update(options=asdict(self.options), dropped_event_lines=self.dropped_lines,
-                    kernel_times=str(self.kernels_path) if self.kernel_times else None)
+        meta.update(
+            options=asdict(self.options),
+            dropped_event_lines=self.dropped_lines,
+            kernel_times=str(self.kernels_path) if self.kernel_times else None,
+        )
         return meta
 
 
@@ -391,9 +434,14 @@ def kernel_session(name: str | Path, data: str = "tree", hook: str | None = "tri
     return KernelSession(name, data=data, hook=hook)
 
 
-def probe_session(name: str | Path, data: str = "tree", options: ProbeOptions | None = None,
-                  kernel_times: bool = False, capture_stderr: bool = True) -> ProbeSession:
+def probe_session(
+    name: str | Path,
+    data: str = "tree",
+    options: ProbeOptions | None = None,
+    kernel_times: bool = False,
+    capture_stderr: bool = True,
+) -> ProbeSession:
     """An intra-kernel probe session; use as a context manager. Launch kernels with PROBES=True inside."""
-    return ProbeSession(name, data=data, options=options, kernel_times=kernel_times,
-                        capture_stderr=capture_stderr)
-
+    return ProbeSession(
+        name, data=data, options=options, kernel_times=kernel_times, capture_stderr=capture_stderr
+    )

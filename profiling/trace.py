@@ -9,6 +9,7 @@ prof.overlap() # which regions of different warps of one CTA run at the same tim
 ```
 Format details (and their version differences) are in `profiling.formats`.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,60 @@ log = logging.getLogger(__name__)
 
 TRACE_SUFFIXES = (".hatchet", ".chrome_trace")  # what a directory expands to; files may have any name
 
-KERNEL_COLUMNS = ["kernel", "scope", "launches", "time_ns", "time_per_launch_us", "bytes", "flops",
-                  "flops_dtype", "gbps", "tflops", "bw_ceiling_gbps", "bw_fraction", "tflops_ceiling",
-                  "tflops_fraction", "source"]
-REGION_COLUMNS = ["kernel", "scope", "region", "parent", "depth", "cycles", "normalized_cycles", "launches",
-                  "cycles_per_launch", "share", "ns_per_launch", "n_ctas", "n_warps", "n_events",
-                  "dur_median", "dur_p10", "dur_p90", "cta_cv", "warp_spread", "source"]
-EVENT_COLUMNS = ["kernel", "scope", "region", "sm", "cta", "warp", "line", "start_cycles", "dur_cycles",
-                 "end_cycles", "start_ns", "dur_ns", "source"]
+KERNEL_COLUMNS = [
+    "kernel",
+    "scope",
+    "launches",
+    "time_ns",
+    "time_per_launch_us",
+    "bytes",
+    "flops",
+    "flops_dtype",
+    "gbps",
+    "tflops",
+    "bw_ceiling_gbps",
+    "bw_fraction",
+    "tflops_ceiling",
+    "tflops_fraction",
+    "source",
+]
+REGION_COLUMNS = [
+    "kernel",
+    "scope",
+    "region",
+    "parent",
+    "depth",
+    "cycles",
+    "normalized_cycles",
+    "launches",
+    "cycles_per_launch",
+    "share",
+    "ns_per_launch",
+    "n_ctas",
+    "n_warps",
+    "n_events",
+    "dur_median",
+    "dur_p10",
+    "dur_p90",
+    "cta_cv",
+    "warp_spread",
+    "source",
+]
+EVENT_COLUMNS = [
+    "kernel",
+    "scope",
+    "region",
+    "sm",
+    "cta",
+    "warp",
+    "line",
+    "start_cycles",
+    "dur_cycles",
+    "end_cycles",
+    "start_ns",
+    "dur_ns",
+    "source",
+]
 
 
 def _ceilings(arch: str) -> dict[str, Any]:
@@ -57,8 +104,11 @@ class Profile:
     kernels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=KERNEL_COLUMNS))
     regions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REGION_COLUMNS))
     events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EVENT_COLUMNS))
-    kernel_events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["kernel", "scope", "stream", "start_us", "dur_us", "source"]))
+    kernel_events: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(
+            columns=["kernel", "scope", "stream", "start_us", "dur_us", "source"]
+        )
+    )
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -102,8 +152,9 @@ class Profile:
         `concurrent_share` = sum over A's events of min(dur_A, overlap with B events of other warps),
         divided by A's total duration: 1.0 means whenever a warp is in A, some other warp is in B.
         """
-        return overlap_table(self.events if kernel is None else self.events[self.events["kernel"] == kernel],
-                             max_ctas=max_ctas)
+        return overlap_table(
+            self.events if kernel is None else self.events[self.events["kernel"] == kernel], max_ctas=max_ctas
+        )
 
     def check_regions(self, expected: Iterable[str], kernel: str | None = None) -> None:
         """Raise MissingRegionsError unless every expected region shows non-zero cycles."""
@@ -113,17 +164,28 @@ class Profile:
         missing = [x for x in expected if x not in present]
         if missing:
             where = f"kernel {kernel!r}" if kernel else "the profile"
-            hint = ("" if present else " (no probe regions at all: was the kernel launched with PROBES=True "
-                    "while a probe session was active?)")
+            hint = (
+                ""
+                if present
+                else " (no probe regions at all: was the kernel launched with PROBES=True "
+                "while a probe session was active?)"
+            )
             if present:
-                hint = (" (a circular buffer keeps only the newest events: raise buffer_size, use "
-                        "buffer_strategy='flush', or sample fewer warps)")
-            raise MissingRegionsError(f"{where} lacks probe regions {missing}; found {sorted(present)}{hint}",
-                                      missing)
+                hint = (
+                    " (a circular buffer keeps only the newest events: raise buffer_size, use "
+                    "buffer_strategy='flush', or sample fewer warps)"
+                )
+            raise MissingRegionsError(
+                f"{where} lacks probe regions {missing}; found {sorted(present)}{hint}", missing
+            )
 
 
-def load(*paths: str | Path, clock_mhz: float | None = None, launches: dict[str, int] | int | None = None,
-         on_error: str = "raise") -> Profile:
+def load(
+    *paths: str | Path,
+    clock_mhz: float | None = None,
+    launches: dict[str, int] | int | None = None,
+    on_error: str = "raise",
+) -> Profile:
     """Read Proton outputs (files or directories of them) into one Profile.
 
     clock_mhz: the SM clock used to turn cycles into ns; default: the file's device info or sidecar.
@@ -135,8 +197,10 @@ def load(*paths: str | Path, clock_mhz: float | None = None, launches: dict[str,
         raise ValueError("on_error must be 'raise' or 'warn'")
     files = _expand(paths)
     if not files:
-        raise TraceFileError(f"no trace files found in {', '.join(map(str, paths)) or 'nothing'} "
-                             f"(looked for {', '.join(TRACE_SUFFIXES)})")
+        raise TraceFileError(
+            f"no trace files found in {', '.join(map(str, paths)) or 'nothing'} "
+            f"(looked for {', '.join(TRACE_SUFFIXES)})"
+        )
     prof = Profile()
     parsed: list[tuple[Path, str, Any]] = []
     for f in files:
@@ -157,8 +221,9 @@ def load(*paths: str | Path, clock_mhz: float | None = None, launches: dict[str,
         parsed.append((f, kind, doc))
         prof.sources.append(f)
     if not parsed:
-        raise TraceFileError("no readable trace among " + ", ".join(map(str, files)) + ": "
-                             + "; ".join(prof.warnings))
+        raise TraceFileError(
+            "no readable trace among " + ", ".join(map(str, files)) + ": " + "; ".join(prof.warnings)
+        )
     # Device info first (hatchet files carry it), so chrome probe traces can use the clock.
     for f, kind, doc in parsed:
         if kind.startswith("hatchet") and not prof.device:
@@ -202,8 +267,13 @@ def _expand(paths: Sequence[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(q for q in p.iterdir() if q.suffix in TRACE_SUFFIXES
-                              and not q.name.endswith(F.SIDECAR_SUFFIX) and q.is_file()))
+            out.extend(
+                sorted(
+                    q
+                    for q in p.iterdir()
+                    if q.suffix in TRACE_SUFFIXES and not q.name.endswith(F.SIDECAR_SUFFIX) and q.is_file()
+                )
+            )
         else:
             out.append(p)
     return out
@@ -241,10 +311,13 @@ def _kernels_from_hatchet(doc: Any, f: Path) -> pd.DataFrame:
         kids = node.get("children", []) or []
         if _is_time_node(node) and not any(_is_time_node(c) for c in kids):
             m = node["metrics"]
-            row = {"kernel": name, "scope": "/".join(s["frame"]["name"] for s in scopes if
-                                                     s["frame"]["name"] != "ROOT"),
-                   "launches": int(F.metric(m, F.COUNT_KEYS) or 0), "time_ns": F.metric(m, F.TIME_NS_KEYS),
-                   "source": f.name}
+            row = {
+                "kernel": name,
+                "scope": "/".join(s["frame"]["name"] for s in scopes if s["frame"]["name"] != "ROOT"),
+                "launches": int(F.metric(m, F.COUNT_KEYS) or 0),
+                "time_ns": F.metric(m, F.TIME_NS_KEYS),
+                "source": f.name,
+            }
             row.update(_work(m))
             rows.append(row)
             return
@@ -271,6 +344,7 @@ def _work(m: dict[str, Any]) -> dict[str, Any]:
 
 def _inherit_scope_work(tree: dict[str, Any], df: pd.DataFrame) -> None:
     """A scope's bytes/flops go to its kernel when exactly one kernel ran under that scope."""
+
     def visit(node: dict[str, Any], path: list[str]) -> None:
         name = node.get("frame", {}).get("name", "?")
         here = path + ([name] if name != "ROOT" else [])
@@ -295,17 +369,25 @@ def _kernel_events_from_chrome(doc: dict[str, Any], f: Path) -> pd.DataFrame:
         if e.get("ph", "X") != "X" or "dur" not in e:
             continue
         stack = (e.get("args") or {}).get("call_stack") or []
-        rows.append({"kernel": e.get("name", "?"), "scope": "/".join(s for s in stack[1:-1]),
-                     "stream": e.get("tid"), "start_us": float(e["ts"]), "dur_us": float(e["dur"]),
-                     "source": f.name})
+        rows.append(
+            {
+                "kernel": e.get("name", "?"),
+                "scope": "/".join(s for s in stack[1:-1]),
+                "stream": e.get("tid"),
+                "start_us": float(e["ts"]),
+                "dur_us": float(e["dur"]),
+                "source": f.name,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _kernels_from_events(ke: pd.DataFrame) -> pd.DataFrame:
     if not len(ke):
         return ke
-    g = ke.groupby(["kernel", "scope", "source"], as_index=False).agg(launches=("dur_us", "size"),
-                                                                      time_ns=("dur_us", "sum"))
+    g = ke.groupby(["kernel", "scope", "source"], as_index=False).agg(
+        launches=("dur_us", "size"), time_ns=("dur_us", "sum")
+    )
     g["time_ns"] = g["time_ns"] * 1e3
     return g
 
@@ -323,10 +405,18 @@ def _regions_from_hatchet(doc: Any, f: Path) -> pd.DataFrame:
         kids = node.get("children", []) or []
         if is_region(node):
             m = node["metrics"]
-            rows.append({"kernel": kernel or "?", "scope": "/".join(scopes), "region": name,
-                         "parent": parents[-1] if parents else "", "depth": len(parents),
-                         "cycles": float(m.get(F.CYCLES_KEY, 0.0)),
-                         "normalized_cycles": float(m.get(F.NORMALIZED_CYCLES_KEY, math.nan)), "source": f.name})
+            rows.append(
+                {
+                    "kernel": kernel or "?",
+                    "scope": "/".join(scopes),
+                    "region": name,
+                    "parent": parents[-1] if parents else "",
+                    "depth": len(parents),
+                    "cycles": float(m.get(F.CYCLES_KEY, 0.0)),
+                    "normalized_cycles": float(m.get(F.NORMALIZED_CYCLES_KEY, math.nan)),
+                    "source": f.name,
+                }
+            )
             for c in kids:
                 visit(c, scopes, kernel, parents + [name])
             return
@@ -359,8 +449,9 @@ def _events_from_chrome(doc: dict[str, Any], f: Path) -> pd.DataFrame:
     return df
 
 
-def _launches_for(prof: Profile, kernel: str, scope: str, source: str,
-                  launches: dict[str, int] | int | None) -> tuple[int, str]:
+def _launches_for(
+    prof: Profile, kernel: str, scope: str, source: str, launches: dict[str, int] | int | None
+) -> tuple[int, str]:
     if isinstance(launches, int):
         return launches, "given"
     if isinstance(launches, dict) and kernel in launches:
@@ -382,32 +473,49 @@ def _finish_regions(tree: pd.DataFrame, prof: Profile, launches: dict[str, int] 
     if not len(tree) and len(ev):
         # No tree: build region totals from the trace (sampled warps only, as recorded).
         g = ev.groupby(["kernel", "scope", "region", "line", "source"], as_index=False).agg(
-            cycles=("dur_cycles", "sum"))
-        units = ev.groupby("kernel").apply(lambda d: len(d[["cta", "warp"]].drop_duplicates()),
-                                           include_groups=False)
+            cycles=("dur_cycles", "sum")
+        )
+        units = ev.groupby("kernel").apply(
+            lambda d: len(d[["cta", "warp"]].drop_duplicates()), include_groups=False
+        )
         g["normalized_cycles"] = g["cycles"] / g["kernel"].map(units)
         g["depth"] = g["line"].astype(int)
         g["parent"] = ""
-        tree = g.drop(columns="line").groupby(["kernel", "scope", "region"], as_index=False).agg(
-            {"cycles": "sum", "normalized_cycles": "sum", "depth": "min", "parent": "first", "source": "first"})
+        tree = (
+            g.drop(columns="line")
+            .groupby(["kernel", "scope", "region"], as_index=False)
+            .agg(
+                {
+                    "cycles": "sum",
+                    "normalized_cycles": "sum",
+                    "depth": "min",
+                    "parent": "first",
+                    "source": "first",
+                }
+            )
+        )
     if not len(tree):
         return pd.DataFrame(columns=REGION_COLUMNS)
     tree = tree.copy()
     assumed = []
     counts = []
-    for k, s, src in zip(tree["kernel"], tree["scope"], tree["source"]):
+    for k, s, src in zip(tree["kernel"], tree["scope"], tree["source"], strict=False):
         n, how = _launches_for(prof, k, s, src, launches)
         counts.append(n)
         if how == "assumed" and k not in assumed:
             assumed.append(k)
     if assumed:
-        prof.warnings.append(f"launch count unknown for {assumed}: per-launch cycles assume 1 launch "
-                             "(record with profiling.probe_session or pass launches=...)")
+        prof.warnings.append(
+            f"launch count unknown for {assumed}: per-launch cycles assume 1 launch "
+            "(record with profiling.probe_session or pass launches=...)"
+        )
     tree["launches"] = counts
     tree["cycles_per_launch"] = tree["normalized_cycles"] / tree["launches"]
     top = tree[tree["depth"] == 0].groupby(["kernel", "scope"])["cycles"].sum()
-    tree["share"] = [c / top.get((k, s), math.nan) if top.get((k, s), 0) else math.nan
-                     for k, s, c in zip(tree["kernel"], tree["scope"], tree["cycles"])]
+    tree["share"] = [
+        c / top.get((k, s), math.nan) if top.get((k, s), 0) else math.nan
+        for k, s, c in zip(tree["kernel"], tree["scope"], tree["cycles"], strict=False)
+    ]
     clock = prof.clock_mhz
     tree["ns_per_launch"] = tree["cycles_per_launch"] * 1e3 / clock if clock else math.nan
     if len(ev):
@@ -416,7 +524,16 @@ def _finish_regions(tree: pd.DataFrame, prof: Profile, launches: dict[str, int] 
     return tree.reindex(columns=REGION_COLUMNS)
 
 
-_SPREAD_COLUMNS = ["n_ctas", "n_warps", "n_events", "dur_median", "dur_p10", "dur_p90", "cta_cv", "warp_spread"]
+_SPREAD_COLUMNS = [
+    "n_ctas",
+    "n_warps",
+    "n_events",
+    "dur_median",
+    "dur_p10",
+    "dur_p90",
+    "cta_cv",
+    "warp_spread",
+]
 
 
 def _spread(ev: pd.DataFrame) -> pd.DataFrame:
@@ -426,13 +543,22 @@ def _spread(ev: pd.DataFrame) -> pd.DataFrame:
         per_unit = d.groupby(["cta", "warp"])["dur_cycles"].sum()
         per_cta = d.groupby("cta")["dur_cycles"].sum()
         per_warp = d.groupby("warp")["dur_cycles"].sum() / d["cta"].nunique()
-        rows.append({"kernel": kernel, "region": region, "n_ctas": d["cta"].nunique(),
-                     "n_warps": d["warp"].nunique(), "n_events": len(d),
-                     "dur_median": per_unit.median(), "dur_p10": per_unit.quantile(0.1),
-                     "dur_p90": per_unit.quantile(0.9),
-                     "cta_cv": per_cta.std(ddof=0) / per_cta.mean() if per_cta.mean() else math.nan,
-                     "warp_spread": (per_warp.max() - per_warp.min()) / per_warp.mean()
-                     if per_warp.mean() else math.nan})
+        rows.append(
+            {
+                "kernel": kernel,
+                "region": region,
+                "n_ctas": d["cta"].nunique(),
+                "n_warps": d["warp"].nunique(),
+                "n_events": len(d),
+                "dur_median": per_unit.median(),
+                "dur_p10": per_unit.quantile(0.1),
+                "dur_p90": per_unit.quantile(0.9),
+                "cta_cv": per_cta.std(ddof=0) / per_cta.mean() if per_cta.mean() else math.nan,
+                "warp_spread": (per_warp.max() - per_warp.min()) / per_warp.mean()
+                if per_warp.mean()
+                else math.nan,
+            }
+        )
     return pd.DataFrame(rows, columns=["kernel", "region"] + _SPREAD_COLUMNS)
 
 
@@ -451,8 +577,9 @@ def _finish_kernels(prof: Profile) -> None:
     k["bw_ceiling_gbps"] = bw
     k["bw_fraction"] = k["gbps"] / bw
     peaks = ceil.get("peak_tflops", {})
-    k["tflops_ceiling"] = [float(peaks.get(d, math.nan)) if isinstance(d, str) else math.nan
-                           for d in k["flops_dtype"]]
+    k["tflops_ceiling"] = [
+        float(peaks.get(d, math.nan)) if isinstance(d, str) else math.nan for d in k["flops_dtype"]
+    ]
     k["tflops_fraction"] = k["tflops"] / k["tflops_ceiling"]
     if not ceil and (k["bytes"].notna().any() or k["flops"].notna().any()):
         prof.warnings.append(f"no roofline ceilings known for arch {prof.device.get('arch') or '?'}")
@@ -481,9 +608,18 @@ def overlap_table(ev: pd.DataFrame, max_ctas: int = 256) -> pd.DataFrame:
                     a[0] += float((e - s)[sel].sum())
                     a[1] += float(conc[sel].sum())
                     a[2] += 1
-    rows = [{"kernel": k, "region_a": ra, "region_b": rb, "a_cycles": v[0], "concurrent_cycles": v[1],
-             "concurrent_share": v[1] / v[0] if v[0] else math.nan, "n_ctas": v[2]}
-            for (k, ra, rb), v in acc.items()]
+    rows = [
+        {
+            "kernel": k,
+            "region_a": ra,
+            "region_b": rb,
+            "a_cycles": v[0],
+            "concurrent_cycles": v[1],
+            "concurrent_share": v[1] / v[0] if v[0] else math.nan,
+            "n_ctas": v[2],
+        }
+        for (k, ra, rb), v in acc.items()
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -499,4 +635,9 @@ def subsample_probe_trace(src: str | Path, dst: str | Path, max_ctas: int = 64) 
     kept = [e for e in events if "pid" in e and F.parse_probe_pid(e["pid"])[2] in keep]
     out = dict(doc, traceEvents=kept)
     Path(dst).write_text(json.dumps(out, separators=(",", ":")))
-    return {"ctas_total": len(ctas), "ctas_kept": len(keep), "events_total": len(events), "events_kept": len(kept)}
+    return {
+        "ctas_total": len(ctas),
+        "ctas_kept": len(keep),
+        "events_total": len(events),
+        "events_kept": len(kept),
+    }

@@ -8,6 +8,7 @@ KernelView("results/profiling/h200/")
 ```
 Unreadable files do not stop a view: it shows what it could read and lists the problems.
 """
+
 from __future__ import annotations
 
 import html
@@ -23,10 +24,31 @@ from .trace import Profile, load
 
 log = logging.getLogger(__name__)
 
-_REGION_TABLE_COLUMNS = ["region", "depth", "launches", "cycles_per_launch", "ns_per_launch", "share",
-                         "dur_median", "dur_p10", "dur_p90", "cta_cv", "warp_spread", "n_ctas", "n_warps"]
-_KERNEL_TABLE_COLUMNS = ["kernel", "scope", "launches", "time_per_launch_us", "gbps", "bw_fraction", "tflops",
-                         "tflops_fraction"]
+_REGION_TABLE_COLUMNS = [
+    "region",
+    "depth",
+    "launches",
+    "cycles_per_launch",
+    "ns_per_launch",
+    "share",
+    "dur_median",
+    "dur_p10",
+    "dur_p90",
+    "cta_cv",
+    "warp_spread",
+    "n_ctas",
+    "n_warps",
+]
+_KERNEL_TABLE_COLUMNS = [
+    "kernel",
+    "scope",
+    "launches",
+    "time_per_launch_us",
+    "gbps",
+    "bw_fraction",
+    "tflops",
+    "tflops_fraction",
+]
 
 
 def _load_for_view(sources: tuple[Any, ...], clock_mhz: float | None) -> tuple[Profile | None, list[str]]:
@@ -63,7 +85,9 @@ class TraceInspector:
         self.profile, self.messages = _load_for_view(sources, clock_mhz)
         prof = self.profile
         kernels = prof.kernel_names if prof else []
-        probe_kernels = [k for k in kernels if prof and k in set(prof.regions["kernel"]) | set(prof.events["kernel"])]
+        probe_kernels = [
+            k for k in kernels if prof and k in set(prof.regions["kernel"]) | set(prof.events["kernel"])
+        ]
         self.kernel = W.Dropdown(options=probe_kernels or kernels or ["(none)"], description="kernel")
         self.region = W.Dropdown(options=["(all)"], description="region")
         self.cta = W.Dropdown(options=[], description="CTA")
@@ -76,8 +100,16 @@ class TraceInspector:
         for w in (self.region, self.cta):
             w.observe(self._on_change, names="value")
         self.kernel.observe(lambda _c: self._kernel_changed(), names="value")
-        self.widget = W.VBox([self.status, self.header, W.HBox([self.kernel, self.region, self.cta]), self.table,
-                              self.timeline_out, self.dist_out])
+        self.widget = W.VBox(
+            [
+                self.status,
+                self.header,
+                W.HBox([self.kernel, self.region, self.cta]),
+                self.table,
+                self.timeline_out,
+                self.dist_out,
+            ]
+        )
         self._kernel_changed()
 
     def _on_change(self, _change: Any) -> None:
@@ -118,9 +150,11 @@ class TraceInspector:
             self.header.value = "<b>nothing to show</b>"
             return
         t = self.tables()
-        self.header.value = (f"<b>{len(prof.sources)} file(s)</b>: "
-                             + ", ".join(html.escape(s.name) for s in prof.sources)
-                             + f" &nbsp; clock: {prof.clock_mhz or '?'} MHz")
+        self.header.value = (
+            f"<b>{len(prof.sources)} file(s)</b>: "
+            + ", ".join(html.escape(s.name) for s in prof.sources)
+            + f" &nbsp; clock: {prof.clock_mhz or '?'} MHz"
+        )
         self.table.value = _table_html(t["regions"], _REGION_TABLE_COLUMNS)
         region = None if self.region.value in (None, "(all)") else self.region.value
         plt = plots._plt()
@@ -145,7 +179,7 @@ class TraceInspector:
 
 
 class KernelView:
-    """Kernel-level view: top kernels by time and achieved bandwidth against the roofline, with the summary."""
+    """Kernel-level view: top kernels by time, achieved bandwidth against the roofline, the summary."""
 
     def __init__(self, *sources: str | Path | Profile, top: int = 10):
         import ipywidgets as W
