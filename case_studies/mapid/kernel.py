@@ -263,14 +263,14 @@ def mapid_bsearch(ids: torch.Tensor, vocab: torch.Tensor, *, block: int | None =
 class ModelNew(torch.nn.Module):
     """Same constructor and forward as `reference.MapIdTransform`, one Triton launch per call."""
 
-    def __init__(self, vocab: torch.Tensor, variant: str | None = None):
+    def __init__(self, vocab: torch.Tensor, variant: str | None = None, spread: int | None = None):
         super().__init__()
         if vocab.dim() != 1 or vocab.numel() < 1 or vocab.dtype != torch.int64:
             raise ValueError("vocab must be a non-empty 1-D int64 tensor")
         self.variant = variant or VARIANT
         self.register_buffer("vocab", vocab.detach().contiguous())
         if self.variant == "bucket":
-            directory, entries, self.log2b, self.width = build_buckets(vocab)
+            directory, entries, self.log2b, self.width = build_buckets(vocab, spread=spread)
             self.register_buffer("directory", directory)
             self.register_buffer("entries", entries)
         elif self.variant == "hash":
