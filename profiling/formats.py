@@ -35,6 +35,14 @@ NORMALIZED_CYCLES_KEY = "normalized_cycles"
 BYTES_KEY = "bytes"
 # flops metric name -> the dtype family whose ceiling applies (workbench.platforms peak_tflops keys)
 FLOPS_KEYS = {"flops8": "fp8", "flops16": "fp16", "flops32": "fp32", "flops64": "fp64", "flops": "fp32"}
+# what a session records for a dtype: Proton has one metric per bit width (fp16 and bf16 share a ceiling)
+FLOPS_METRIC_FOR_DTYPE = {
+    "fp8": "flops8",
+    "fp16": "flops16",
+    "bf16": "flops16",
+    "fp32": "flops32",
+    "fp64": "flops64",
+}
 # metrics that are bookkeeping, not measurements
 NON_METRIC_KEYS = ("device_id", "device_type")
 

@@ -325,8 +325,11 @@ class KernelSession(_Session):
         if bytes is not None:
             m[F.BYTES_KEY] = float(bytes)
         if flops is not None:
-            key = {v: k for k, v in F.FLOPS_KEYS.items() if k != "flops"}.get(flops_dtype, "flops")
-            m[key] = float(flops)
+            if flops_dtype not in F.FLOPS_METRIC_FOR_DTYPE:
+                raise ValueError(
+                    f"flops_dtype must be one of {sorted(F.FLOPS_METRIC_FOR_DTYPE)}, not {flops_dtype!r}"
+                )
+            m[F.FLOPS_METRIC_FOR_DTYPE[flops_dtype]] = float(flops)
         return _proton().scope(name, m or None)
 
 

@@ -33,6 +33,7 @@ class FakeProton:
         self.mode = mode
         self.sessions: dict[int, dict] = {}
         self.finalized: list[int] = []
+        self.scopes: list[tuple] = []
         self.dropped_lines = dropped_lines
 
     def start(self, name, *, context="shadow", data="tree", backend=None, mode=None, hook=None):
@@ -52,6 +53,7 @@ class FakeProton:
         shutil.copy(src, s["name"] + src.suffix)
 
     def scope(self, name, metrics=None):
+        self.scopes.append((name, metrics))
         return contextlib.nullcontext()
 
 
@@ -79,7 +81,7 @@ def test_session_finalizes_and_records_error_when_body_raises(fake, tmp_path):
         with profiling.kernel_session(tmp_path / "run") as s:
             with s.scope("add", bytes=1024, flops=10, flops_dtype="fp32"):
                 raise ValueError("kernel exploded")
-    assert fake.finalized == [0]
+    assert fake.finalized == [0] and fake.scopes == [("add", {"bytes": 1024.0, "flops32": 10.0})]
     assert s.closed and profiling.active_session() is None
     meta = json.loads((tmp_path / "run.hatchet.meta.json").read_text())
     assert meta["error"] == "ValueError: kernel exploded" and meta["kind"] == "kernel"
@@ -144,6 +146,14 @@ def test_dropped_event_lines_are_captured_and_counted(monkeypatch, tmp_path):
 def test_bad_probe_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
         profiling.ProbeOptions(**kwargs)
+
+
+def test_scope_flops_dtype(fake, tmp_path):
+    with profiling.kernel_session(tmp_path / "f") as s:
+        s.scope("gemm", flops=2.0, flops_dtype="bf16")
+        with pytest.raises(ValueError, match="flops_dtype must be one of"):
+            s.scope("gemm", flops=2.0, flops_dtype="int4")
+    assert fake.scopes == [("gemm", {"flops16": 2.0})]
 
 
 def test_bad_data_kind(tmp_path):
