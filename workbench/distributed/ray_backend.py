@@ -47,6 +47,24 @@ def _driver_versions() -> dict[str, str]:
     return {"triton": triton.__version__, "torch": torch.__version__}
 
 
+def start_local_cluster(attempts: int = 3, **init_kwargs: Any) -> None:
+    """`ray.init` a local cluster, retrying its start-up race.
+
+    The raylet waits ~15 s for its metrics agent and the driver 30 s for the raylet, neither
+    configurable; on a loaded 2-core machine (measured here at load 9-11) the agent's imports miss that
+    window and `ray.init` raises "The current node timed out during startup". A retry usually lands.
+    """
+    for i in range(1, attempts + 1):
+        try:
+            ray.init(**init_kwargs)
+            return
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or i == attempts:
+                raise
+            log.warning("local Ray cluster start timed out (attempt %d/%d); retrying", i, attempts)
+            ray.shutdown()
+
+
 class _RayBackend:
     """Starts, runs and kills worker actors for the dispatcher; reports come back as events."""
 
@@ -191,11 +209,7 @@ class RayEvaluator(Evaluator):
         if plat.kind == "cpu":
             kw["num_cpus"] = n   # one CPU slot per worker even on a 2-core machine: the harness paces itself
         kw.update(init_kwargs)
-        # Ray gives a new raylet 60 s to register and its metrics agent ~30 s to come up; on a loaded
-        # 2-core machine (measured: load 11 on this box) both time out and ray.init fails.
-        os.environ.setdefault("RAY_raylet_start_wait_time_s", "240")
-        os.environ.setdefault("RAY_agent_register_timeout_ms", "240000")
-        ray.init(**kw)
+        start_local_cluster(**kw)
         self._owns_ray = True
         log.info("started a local Ray cluster: %s", ray.cluster_resources())
 
