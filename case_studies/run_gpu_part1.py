@@ -4,14 +4,14 @@
 
 1. correctness on the GPU: each kernel against its reference on small odd shapes in every dtype,
    through the fixed config, the autotuned path and the probe-instrumented build (PROBES=True);
-2. phase A: every declared sweep except `max_autotune` (eager, CUDA-graph replay, torch.compile
-   default, our kernel), under a time budget;
-3. conv1d only: every autotune config timed at the production shapes (the tuning table);
-4. phase B: the `max_autotune` sweeps with what is left of the budget.
+2. the production sweeps of every case (eager, CUDA-graph replay, torch.compile default, our kernel),
+   then conv1d's tuning table (every TMA autotune config at the production shapes), then the other
+   sweeps, then the `max_autotune` sweeps, each phase under its share of the time budget (rows past
+   the budget are recorded as skipped).
 
 Writes `<case>.csv` (one row per shape x dtype x contender x launch mode, provenance on every row),
 `checks.json` (correctness checks, the autotuner's choices, the conv1d tuning table) and `log.txt` to
-`--out`. `--quick` runs only the production sweeps without torch.compile (a first smoke run).
+`--out`. `--quick` runs only the production sweeps and no max-autotune (a first smoke run).
 """
 from __future__ import annotations
 
@@ -57,31 +57,34 @@ def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
         return torch.randn(*shape, generator=g) * scale
 
     tol = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-2, 1e-2)}
-    cases: list[tuple] = []   # (case, shape text, kernel(tensors, cfg, probes), reference(tensors), tensors)
-    for (b, ci, co, l, k, s, p) in [(3, 5, 7, 123, 3, 1, 1), (2, 96, 96, 200, 5, 1, 2), (4, 33, 17, 64, 1, 2, 0)]:
-        cases.append(("conv1d", f"B{b} Cin{ci} Cout{co} L{l} K{k} s{s} p{p}",
-                      lambda t, cfg, pr, s=s, p=p: ck.conv1d(*t, s, p, config=cfg, autotune=cfg is None and not pr,
-                                                             probes=pr),
-                      lambda t, s=s, p=p: conv1d_reference(*t, s, p),
-                      (rnd(b, ci, l), rnd(co, ci, k, scale=(ci * k) ** -0.5), rnd(co, scale=0.1))))
-    for (b, n, d, kk) in [(5, 5, 123, 7), (7, 24, 224, 16), (3, 128, 224, 64)]:
+    cases: list[tuple] = []   # (case, shape, kernel(tensors, cfg, probes), reference(tensors), tensors, dtypes)
+    # (kept small: every compile costs lease time; the benchmark re-checks every timed shape vs eager)
+    for (b, ci, co, l, k, s, p) in [(3, 5, 7, 123, 3, 1, 1), (4, 32, 17, 64, 3, 1, 1), (2, 96, 96, 200, 5, 1, 2)]:
+        for path in ("auto", "gather"):
+            cases.append(("conv1d", f"B{b} Cin{ci} Cout{co} L{l} K{k} s{s} p{p} {path}",
+                          lambda t, cfg, pr, s=s, p=p, path=path: ck.conv1d(*t, s, p, config=cfg, probes=pr,
+                                                                            path=path),
+                          lambda t, s=s, p=p: conv1d_reference(*t, s, p),
+                          (rnd(b, ci, l), rnd(co, ci, k, scale=(ci * k) ** -0.5), rnd(co, scale=0.1)),
+                          ("float16", "float32") if ci > 5 else ("bfloat16",)))
+    for (b, n, d, kk) in [(5, 5, 123, 7), (3, 128, 224, 64)]:
         cases.append(("optimized_fm", f"B{b} N{n} D{d} K{kk}",
-                      lambda t, cfg, pr: fk.optimized_fm(*t, config=cfg, autotune=cfg is None and not pr, probes=pr),
+                      lambda t, cfg, pr: fk.optimized_fm(*t, config=cfg, probes=pr),
                       lambda t: optimized_fm_reference(*t),
-                      (rnd(b, n, d, scale=d ** -0.25), rnd(n, kk, scale=n ** -0.5))))
-    for (n, b, d, kk) in [(2, 5, 123, 48), (3, 70, 512, 256), (2, 64, 100, 256)]:
+                      (rnd(b, n, d, scale=d ** -0.25), rnd(n, kk, scale=n ** -0.5)), ("float16", "bfloat16")))
+    for (n, b, d, kk) in [(2, 5, 123, 48), (3, 70, 512, 256)]:
         cases.append(("pffn", f"N{n} B{b} D{d} K{kk}",
-                      lambda t, cfg, pr: pk.pffn(*t, config=cfg, autotune=cfg is None and not pr, probes=pr),
+                      lambda t, cfg, pr: pk.pffn(*t, config=cfg, probes=pr),
                       lambda t: pffn_reference(*t),
                       (rnd(n, b, d), rnd(n, d, kk, scale=d ** -0.5), rnd(n, kk, d, scale=kk ** -0.5),
-                       1 + rnd(kk, scale=0.1), 1 + rnd(d, scale=0.1))))
+                       1 + rnd(kk, scale=0.1), 1 + rnd(d, scale=0.1)), ("float16", "bfloat16")))
     out = []
-    for dt in ("float16", "bfloat16", "float32"):
-        for name, shape, run, ref_fn, tensors in cases:
+    for name, shape, run, ref_fn, tensors, dtypes in cases:
+        for dt in dtypes:
             dev = [t.to(device, getattr(torch, dt)) for t in tensors]
             ref = ref_fn(dev).float()
-            paths = [("fixed", {}, False), ("autotuned", None, False)]
-            if device == "cuda":   # the interpreter cannot run proton's probe ops
+            paths = [("fixed", {}, False)]
+            if device == "cuda" and "gather" not in shape:   # the interpreter cannot run proton's probe ops
                 paths.append(("probes", {}, True))
             for path, cfg, probes in paths:
                 rec: dict[str, Any] = {"case": name, "dtype": dt, "shape": shape, "path": path}
@@ -101,8 +104,8 @@ def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
 
 
 def _conv1d_tuning_table() -> list[dict[str, Any]]:
-    """Every conv1d autotune config at the production shapes, plain launches (for the README and for the
-    offline search to compare against)."""
+    """Every conv1d TMA autotune config at the production shapes, plain launches (for the README and for
+    the offline search to compare against)."""
     from case_studies.conv1d import bench as cb
     from case_studies.conv1d import kernel as ck
 
@@ -110,10 +113,10 @@ def _conv1d_tuning_table() -> list[dict[str, Any]]:
     p = {"B": 2048, "C_in": 96, "C_out": 96, "L": 200, "K": 3, "stride": 1, "padding": 1}
     for dt in ("float16", "float32"):
         inputs = cb.make_inputs(p, getattr(torch, dt), "cuda")
-        for bn, bco, bci, nw, ns in ck.AUTOTUNE_SPACE:
-            cfg = {"BLOCK_N": bn, "BLOCK_CO": bco, "BLOCK_CI": bci, "num_warps": nw, "num_stages": ns}
+        for bl, bco, bci, nw, ns in ck.TMA_AUTOTUNE_SPACE:
+            cfg = {"BLOCK_L": bl, "BLOCK_CO": bco, "BLOCK_CI": bci, "num_warps": nw, "num_stages": ns}
             try:
-                t = bench(lambda cfg=cfg: ck.conv1d(*inputs, config=cfg), warmup_ms=10, rep_ms=40)
+                t = bench(lambda cfg=cfg: ck.conv1d(*inputs, config=cfg, path="tma"), warmup_ms=5, rep_ms=20)
                 rows.append({"dtype": dt, **cfg, "median_us": t.median_us, "p20_us": t.p20_us, "p80_us": t.p80_us})
             except Exception as e:
                 rows.append({"dtype": dt, **cfg, "error": f"{type(e).__name__}: {e}"[:300]})
@@ -156,23 +159,23 @@ def main(argv: list[str] | None = None) -> int:
              sum(c["ok"] for c in checks["correctness"]), len(checks["correctness"]))
 
     rows: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
-    for phase in ("A", "B"):
-        if phase == "B" and args.quick:
-            break
+    # production shapes of every case first, then the sweeps, then max-autotune: a short lease that runs
+    # out keeps the rows that matter most
+    phases = [("production", lambda n: n.startswith("production")),
+              ("sweeps", lambda n: not n.startswith("production") and n != "max_autotune"),
+              ("max_autotune", lambda n: n == "max_autotune")]
+    if args.quick:
+        phases = phases[:1]
+    n_slots = len(phases) * len(cases)
+    slot = 0
+    for phase, wanted in phases:
         for name in cases:
+            slot += 1
             bench_mod, kernel_mod, _ = _case_modules(name)
             decl = BenchmarkDecl.load(bench_mod.BENCHMARK)
-            if phase == "A":
-                decl.sweeps = [s for s in decl.sweeps if s.name != "max_autotune"]
-                if args.quick:
-                    decl.sweeps = [s for s in decl.sweeps if s.name.startswith("production")]
-                    for s in decl.sweeps:
-                        s.contenders = [c for c in s.contenders if "compile" not in c]
-            else:
-                decl.sweeps = [s for s in decl.sweeps if s.name == "max_autotune"]
+            decl.sweeps = [s for s in decl.sweeps if wanted(s.name)]
             left = args.budget_s - (time.perf_counter() - t0)
-            # phase A keeps a share of the budget for the cases after this one and for phase B
-            share = left / (len(cases) - cases.index(name) + (1 if phase == "A" and not args.quick else 0))
+            share = left / (n_slots - slot + 1) * (2.0 if phase == "production" else 1.0)
             log.info("phase %s %s: %.0f s of budget (%.0f s left)", phase, name, share, left)
             try:
                 got = run_benchmark(decl, bench_mod.case(), device="cuda", time_budget_s=max(share, 1.0))
@@ -181,10 +184,11 @@ def main(argv: list[str] | None = None) -> int:
                 log.exception("%s phase %s failed", name, phase)
                 checks.setdefault("failures", []).append({"case": name, "phase": phase,
                                                           "error": traceback.format_exc()[-2000:]})
-            checks.setdefault("autotuned", {})[name] = {str(k): v for k, v in kernel_mod.best_config().items()}
+            checks.setdefault("autotuned", {})[name] = kernel_mod.best_config()
+            checks["autotuned"][name] = {str(k): v for k, v in checks["autotuned"][name].items()}
             write_rows(rows[name], out / f"{name}.csv", prov)
             save_checks()
-            if phase == "A" and name == "conv1d":
+            if phase == "production" and name == "conv1d":
                 checks["conv1d_tuning"] = _conv1d_tuning_table()
                 save_checks()
     log.info("done in %.0f s", time.perf_counter() - t0)

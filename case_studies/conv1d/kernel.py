@@ -163,20 +163,137 @@ _conv1d_autotuned = triton.autotune(do_bench=_autotune_bench,
     prune_configs_by={"early_config_prune": prune_configs},
 )(_conv1d_kernel)
 
+# -- the Hopper path: TMA loads ------------------------------------------------------------------------
+# Measured on the H200 (results/case_studies/conv1d/checks.json, first run): the gather kernel above ran
+# 760-1430 us in fp16 at the production shape, 2.3x slower than F.conv1d. Its shifted, div/mod-indexed
+# loads are neither vectorizable nor eligible for async copies, so every reduction step waits on memory.
+# On sm_90 the same implicit GEMM reads its shifted x windows with the tensor-memory accelerator instead:
+# x viewed as [B * C_in, L] (a row is one channel of one example), each step loads a [BLOCK_CI, BLOCK_L]
+# box at (b * C_in + ci0, l0 + k - padding); the box may start before 0 or run past L and the hardware
+# fills those elements with zeros, which is exactly the convolution's zero padding. Loads are
+# asynchronous and pipelined (num_stages). Needs stride 1, C_in % BLOCK_CI == 0 (a box never crosses
+# into the next example's channels), 16-byte aligned rows (L * itemsize % 16 == 0).
+TMA_AUTOTUNE_SPACE = [
+    # BLOCK_L, BLOCK_CO, BLOCK_CI, num_warps, num_stages
+    (128, 128, 32, 4, 3), (128, 128, 32, 8, 4), (256, 128, 32, 8, 3), (64, 128, 32, 4, 4),
+    (128, 64, 32, 4, 4), (256, 64, 32, 8, 3), (128, 128, 16, 4, 4), (256, 128, 16, 8, 4),
+]
+TMA_BLOCK_L = 128
+
+
+def tma_autotune_configs() -> list[triton.Config]:
+    return [triton.Config({"BLOCK_L": bl, "BLOCK_CO": bco, "BLOCK_CI": bci}, num_warps=nw, num_stages=ns)
+            for bl, bco, bci, nw, ns in TMA_AUTOTUNE_SPACE]
+
+
+def prune_tma_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    c_in, c_out = named_args["C_in"], named_args["C_out"]
+    keep = [c for c in configs if c_in % c.kwargs["BLOCK_CI"] == 0
+            and c.kwargs["BLOCK_CO"] <= max(64, triton.next_power_of_2(c_out))]
+    return keep or [c for c in configs if c_in % c.kwargs["BLOCK_CI"] == 0]
+
+
+@triton.jit
+def _conv1d_tma_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    B, C_in, L_in, C_out, L_out,
+    y_stride_b, y_stride_c, y_stride_l,
+    PAD: tl.constexpr, KSIZE: tl.constexpr, HAS_BIAS: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
+    PROBES: tl.constexpr = False,
+):
+    pid = tl.program_id(0)
+    n_co = tl.cdiv(C_out, BLOCK_CO)
+    n_l = tl.cdiv(L_out, BLOCK_L)
+    pid_co = pid % n_co
+    rest = pid // n_co
+    pid_l = rest % n_l
+    b = rest // n_l
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[B * C_in, L_in], strides=[L_in, 1],
+                                       block_shape=[BLOCK_CI, BLOCK_L])
+    # packed weights [K, C_out, C_in] viewed as [K * C_out, C_in]: rows past C_out read the next tap's
+    # weights (their outputs are masked at the store), rows past the last tap read zeros.
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[KSIZE * C_out, C_in], strides=[C_in, 1],
+                                       block_shape=[BLOCK_CO, BLOCK_CI])
+    l0 = pid_l * BLOCK_L
+    co0 = pid_co * BLOCK_CO
+    acc = tl.zeros((BLOCK_CO, BLOCK_L), dtype=tl.float32)
+    n_ci = C_in // BLOCK_CI
+    for it in range(0, n_ci * KSIZE):
+        k = it % KSIZE
+        ci0 = (it // KSIZE) * BLOCK_CI
+        if PROBES:
+            pl.enter_scope("load_x")
+        x = x_desc.load([b * C_in + ci0, l0 + k - PAD])
+        if PROBES:
+            pl.exit_scope("load_x")
+            pl.enter_scope("load_w")
+        w = w_desc.load([k * C_out + co0, ci0])
+        if PROBES:
+            pl.exit_scope("load_w")
+            pl.enter_scope("mma")
+        acc = tl.dot(w, x, acc, input_precision=DOT_PRECISION)
+        if PROBES:
+            pl.exit_scope("mma")
+    if PROBES:
+        pl.enter_scope("epilogue")
+    co = co0 + tl.arange(0, BLOCK_CO)
+    ll = l0 + tl.arange(0, BLOCK_L)
+    co_mask = co < C_out
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=co_mask, other=0.0).to(tl.float32)[:, None]
+    y_ptrs = y_ptr + b.to(tl.int64) * y_stride_b + co[:, None] * y_stride_c + ll[None, :] * y_stride_l
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=co_mask[:, None] & (ll < L_out)[None, :])
+    if PROBES:
+        pl.exit_scope("epilogue")
+
+
+_conv1d_tma_autotuned = triton.autotune(
+    configs=tma_autotune_configs(), key=["C_in", "C_out", "L_out", "KSIZE"], do_bench=_autotune_bench,
+    prune_configs_by={"early_config_prune": prune_tma_configs},
+)(_conv1d_tma_kernel)
+
+_allocator_set = False
+
+
+def _ensure_allocator() -> None:
+    """Device-side tensor descriptors need a little global scratch memory per launch."""
+    global _allocator_set
+    if not _allocator_set:
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+        _allocator_set = True
+
+
+def tma_supported(x: torch.Tensor, weight: torch.Tensor, stride: int) -> bool:
+    """Whether the TMA path applies: sm_90+, stride 1, contiguous 16-byte aligned rows, C_in % 16 == 0."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not x.is_cuda or stride != 1:
+        return False
+    if torch.cuda.get_device_capability(x.device)[0] < 9 or not x.is_contiguous():
+        return False
+    item = x.element_size()
+    return (x.shape[2] * item) % 16 == 0 and x.data_ptr() % 16 == 0 and x.shape[1] % 16 == 0 \
+        and (x.shape[1] * item) % 16 == 0
+
+
 # -- weight packing, cached ----------------------------------------------------------------------------
 _PACK_CACHE: OrderedDict[tuple, torch.Tensor] = OrderedDict()
 _PACK_CACHE_SIZE = 32
 
 
-def pack_weight(weight: torch.Tensor, use_cache: bool = True) -> torch.Tensor:
-    """`[C_out, C_in, K]` -> `[K * C_in, C_out]`, contiguous. Cached by pointer, shape, strides, dtype,
-    device and the tensor's version counter (an in-place update, e.g. an optimizer step, repacks)."""
-    key = (weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
+def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gather") -> torch.Tensor:
+    """`[C_out, C_in, K]` -> `[K * C_in, C_out]` (the paper's packing, for the gather kernel) or
+    `[K, C_out, C_in]` (`layout="tma"`: ci contiguous, the A operand's reduction axis), contiguous.
+    Cached by pointer, shape, strides, dtype, device and the tensor's version counter (an in-place
+    update, e.g. an optimizer step, repacks)."""
+    key = (layout, weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
            weight._version)
     if use_cache and key in _PACK_CACHE:
         _PACK_CACHE.move_to_end(key)
         return _PACK_CACHE[key]
-    packed = weight.detach().permute(2, 1, 0).contiguous().view(-1, weight.shape[0])
+    if layout == "tma":
+        packed = weight.detach().permute(2, 0, 1).contiguous()
+    else:
+        packed = weight.detach().permute(2, 1, 0).contiguous().view(-1, weight.shape[0])
     if use_cache:
         _PACK_CACHE[key] = packed
         while len(_PACK_CACHE) > _PACK_CACHE_SIZE:
@@ -196,9 +313,11 @@ def fixed_config() -> dict:
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
            padding: int = 0, *, config: dict | None = None, autotune: bool | None = None,
-           use_cache: bool = True, probes: bool = False) -> torch.Tensor:
-    """Triton conv1d (groups 1, dilation 1). `config` (BLOCK_N, BLOCK_CO, BLOCK_CI, num_warps,
-    num_stages) pins the tiles; otherwise autotuned on a GPU when `AUTOTUNE`, else the constants."""
+           use_cache: bool = True, probes: bool = False, path: str = "auto") -> torch.Tensor:
+    """Triton conv1d (groups 1, dilation 1). `path`: "tma" (sm_90+, see `tma_supported`), "gather"
+    (anywhere, the interpreter included) or "auto" (tma where supported). `config` pins the tiles
+    (BLOCK_N or BLOCK_L, BLOCK_CO, BLOCK_CI, num_warps, num_stages); otherwise autotuned on a GPU when
+    `AUTOTUNE`, else the module constants."""
     if x.dim() != 3 or weight.dim() != 3 or weight.shape[1] != x.shape[1]:
         raise ValueError(f"expected x [B, C_in, L] and w [C_out, C_in, K]; got {tuple(x.shape)}, "
                          f"{tuple(weight.shape)}")
@@ -211,6 +330,9 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     y = torch.empty((bsz, c_out, l_out), dtype=x.dtype, device=x.device)
     if y.numel() == 0:
         return y
+    use_tma = path == "tma" or (path == "auto" and tma_supported(x, weight, stride))
+    if use_tma:
+        return _conv1d_tma(x, weight, bias, padding, y, config, autotune, use_cache, probes)
     wp = pack_weight(weight, use_cache)
     b = bias if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
     args = (x, wp, b, y, bsz, c_in, l_in, c_out, l_out, *x.stride(), *y.stride())
@@ -232,10 +354,41 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return y
 
 
-def best_config() -> dict[tuple, dict]:
-    """What the autotuner chose so far, by key (for the benchmark log)."""
-    return {k: {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
-            for k, c in _conv1d_autotuned.cache.items()}
+def _conv1d_tma(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int,
+                y: torch.Tensor, config: dict | None, autotune: bool | None, use_cache: bool,
+                probes: bool) -> torch.Tensor:
+    _ensure_allocator()
+    bsz, c_in, l_in = x.shape
+    c_out, _, ksize = weight.shape
+    l_out = y.shape[2]
+    wp = pack_weight(weight, use_cache, layout="tma")
+    b = bias if bias is not None else wp
+    args = (x, wp, b, y, bsz, c_in, l_in, c_out, l_out, *y.stride())
+    meta = dict(PAD=padding, KSIZE=ksize, HAS_BIAS=bias is not None,
+                DOT_PRECISION=FP32_DOT_PRECISION if x.dtype == torch.float32 else "ieee", PROBES=probes)
+    if (AUTOTUNE if autotune is None else autotune) and config is None and not probes:
+        def grid(m):
+            return (bsz * triton.cdiv(l_out, m["BLOCK_L"]) * triton.cdiv(c_out, m["BLOCK_CO"]),)
+        _conv1d_tma_autotuned[grid](*args, **meta)
+    else:
+        cfg = {"BLOCK_L": TMA_BLOCK_L, "BLOCK_CO": BLOCK_CO, "BLOCK_CI": BLOCK_CI, "num_warps": NUM_WARPS,
+               "num_stages": NUM_STAGES, **(config or {})}
+        if c_in % cfg["BLOCK_CI"]:   # a box must not cross into the next example's channels
+            cfg["BLOCK_CI"] = 16
+        grid = (bsz * triton.cdiv(l_out, cfg["BLOCK_L"]) * triton.cdiv(c_out, cfg["BLOCK_CO"]),)
+        _conv1d_tma_kernel[grid](*args, **meta, BLOCK_L=cfg["BLOCK_L"], BLOCK_CO=cfg["BLOCK_CO"],
+                                 BLOCK_CI=cfg["BLOCK_CI"], num_warps=cfg["num_warps"],
+                                 num_stages=cfg["num_stages"])
+    return y
+
+
+def best_config() -> dict[str, dict]:
+    """What the autotuners chose so far, by key (for the benchmark log)."""
+    out = {}
+    for name, tuner in (("gather", _conv1d_autotuned), ("tma", _conv1d_tma_autotuned)):
+        for k, c in tuner.cache.items():
+            out[f"{name} {k}"] = {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
+    return out
 
 
 class ModelNew(nn.Module):

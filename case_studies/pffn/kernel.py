@@ -51,7 +51,7 @@ AUTOTUNE = True       # on a GPU, tune over autotune_configs(); the constants ar
 AUTOTUNE_SPACE = [
     # BLOCK_B, BLOCK_D, BLOCK_DO, num_warps, num_stages
     (16, 64, 256, 4, 2), (32, 64, 256, 4, 2), (32, 64, 256, 8, 2), (64, 64, 256, 8, 2),
-    (64, 32, 128, 8, 3), (32, 32, 128, 4, 3),
+    (64, 32, 128, 8, 3), (32, 32, 128, 4, 3), (16, 32, 128, 4, 3),
 ]
 
 
