@@ -110,7 +110,8 @@ class UniversalPromptBuilder:
             "write a first Triton kernel for:\n" + ctx.spec_source[:1500])
         try:
             with self._retriever_lock:
-                res = retriever.retrieve(query, platform=ctx.platform, arch=ctx.arch,
+                # the retriever keys knowledge by platform kind ("cuda", "cpu") and architecture
+                res = retriever.retrieve(query, platform=ctx.platform.split(":")[0], arch=ctx.arch,
                                          budget_tokens=self.knowledge_tokens)
         except Exception as exc:  # knowledge is an aid: a failing retriever must not stop the search
             log.warning("retrieval failed, prompt goes without knowledge: %s", exc)
