@@ -31,8 +31,9 @@ BENCHMARK = {
         # the paper's grid: vocabulary 100k and 1M, batch 2,000 to 10,000 samples of ~20 ids,
         # unknown-id rates 0, 10 and 50 %; torch.compile at the 10 % rate (the measurement)
         {"name": "paper_grid",
-         "shapes": [_shape(v, b, u) for v in (100_000, 1_000_000) for b in (2_000, 5_000, 10_000)
-                    for u in (0.0, 0.1, 0.5)],
+         # the 10 % rate first: under a spent time budget the other rates are what is skipped
+         "shapes": [_shape(v, b, u) for u in (0.1, 0.0, 0.5) for v in (100_000, 1_000_000)
+                    for b in (10_000, 5_000, 2_000)],
          "dtypes": ["int64"],
          "contenders": ["eager", "vectorized_eager", "compile_default", *KERNELS],
          "modes": ["plain", "graph"]},
