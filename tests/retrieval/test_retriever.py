@@ -1,0 +1,83 @@
+"""Query API on the real corpus (hashing embedder): ordering, tag filters, budget, bad input,
+and queries built from evaluation results."""
+from __future__ import annotations
+
+import pytest
+
+from retrieval import TagError, diagnosis_query
+from retrieval.retriever import estimate_tokens
+from retrieval.tags import LEVELS
+from workbench.result import EvalResult, Status
+
+# A real message of the Triton 3.6 compiler front end (benchmarks/retrieval_trigger_errors.py).
+COMPILE_ERROR = """Traceback (most recent call last):
+  File "candidate.py", line 40, in forward
+triton.compiler.errors.CompilationError: at 3:4:
+def k_loopcarry(x, n):
+    acc = 0
+    for i in range(n):
+    ^
+AssertionError('Loop-carried variable acc has initial type int32 but is re-assigned to fp32 in loop! Please make sure that the type stays consistent.')"""
+
+
+def test_retrieve_orders_levels_and_respects_budget(real_hashing):
+    res = real_hashing.retrieve("GEMM slow on H100: tensor descriptors, wgmma, shared memory and stages",
+                                platform="cuda", arch="sm_90", budget_tokens=1200)
+    levels = [h.level for h in res.hits]
+    assert levels == sorted(levels, key=LEVELS.index)
+    assert "architecture" in levels
+    assert 0 < res.tokens <= 1200 and estimate_tokens(res.text) == res.tokens
+    assert len({h.section_id for h in res.hits}) == len(res.hits)
+    for h in res.hits:
+        assert h.tags["platform"] in ("any", "cuda")
+        assert "any" in h.tags["arch"] or "sm_90" in h.tags["arch"]
+        assert h.title in res.text
+
+
+@pytest.mark.parametrize("budget", [60, 300])
+def test_small_budget_still_returns_the_best_hit(real_hashing, budget):
+    res = real_hashing.retrieve("out of resource: shared memory", platform="cuda", arch="sm_80",
+                                budget_tokens=budget)
+    assert res.hits and res.tokens <= budget + 2
+    assert res.hits[0].section_id in ("err-out-of-resources", "cuda-warps-stages", "ampere-pipelining")
+
+
+def test_platform_filter_excludes_other_vendors(real_hashing):
+    for h in real_hashing.query("LDS wavefront waves_per_eu MFMA matrix cores", 15, platform="cuda", arch="sm_90"):
+        assert h.tags["platform"] != "rocm"
+    amd = real_hashing.query("LDS wavefront waves_per_eu MFMA matrix cores", 3, platform="rocm", arch="gfx942")
+    assert {h.section_id for h in amd} & {"cdna3-waves-per-eu", "cdna3-matrix-cores", "rocm-wavefront-64"}
+    cpu = real_hashing.query("illegal memory access shared memory", 20, platform="cpu", arch="cpu")
+    assert all(h.tags["platform"] in ("any", "cpu-interpreter") for h in cpu)
+
+
+def test_bad_input_gives_clear_errors(real_hashing):
+    with pytest.raises(ValueError, match="empty query"):
+        real_hashing.query("   ")
+    with pytest.raises(TagError, match="unknown platform 'tpu'"):
+        real_hashing.retrieve("x", platform="tpu", arch="v5")
+    with pytest.raises(ValueError, match="unknown level"):
+        real_hashing.query("x", level="expert")
+    with pytest.raises(ValueError, match="budget_tokens"):
+        real_hashing.retrieve("x", platform="cuda", arch="sm_90", budget_tokens=0)
+
+
+def test_diagnosis_from_compile_error_finds_the_fix(real_hashing):
+    res = EvalResult(status=Status.COMPILE_ERROR, error=COMPILE_ERROR)
+    q = diagnosis_query(res)
+    assert q.startswith("status compile_error") and "Loop-carried variable acc" in q
+    hits = real_hashing.query(q, 3, platform="cuda", arch="sm_90")
+    assert "err-loop-carried-type" in [h.section_id for h in hits]
+    assert diagnosis_query(res.to_dict()) == q            # dicts work as well as records
+
+
+def test_diagnosis_of_slow_and_incorrect_results():
+    slow = EvalResult(status=Status.PASSED, correct=True, speedup=0.42, fitness=0.42)
+    assert "slower than the baseline (speedup 0.42x)" in diagnosis_query(slow, "memory bound, 310 GB/s")
+    assert "profile: memory bound" in diagnosis_query(slow, "memory bound, 310 GB/s")
+    bad = EvalResult(status=Status.INCORRECT, max_abs_err=0.5, max_rel_err=2.0,
+                     details={"first_mismatch": "index 123"})
+    q = diagnosis_query(bad)
+    assert "numerical mismatch" in q and "first mismatch: index 123" in q
+    rej = EvalResult(status=Status.REJECTED, violations=["forbidden_torch_op:mm"])
+    assert "violations: forbidden_torch_op:mm" in diagnosis_query(rej)
