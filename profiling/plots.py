@@ -152,3 +152,51 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
     axes[1].set_title("bandwidth vs roofline")
     axes[1].set_yticks([])
     return axes
+
+
+def roofline(prof: Profile, dtype: str | None = None, ax: Any = None) -> Any:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP/byte) under the device's roofs.
+
+    Only kernels whose scope recorded both `bytes` and `flops` appear; the roof is
+    min(peak TFLOP/s of the kernel's dtype, intensity x memory bandwidth).
+    """
+    import numpy as np
+
+    plt = _plt()
+    k = prof.kernels
+    d = k[k["bytes"].notna() & k["flops"].notna()] if len(k) else k
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    bw = float(k["bw_ceiling_gbps"].max()) if len(k) and k["bw_ceiling_gbps"].notna().any() else np.nan
+    if not len(d) or np.isnan(bw):
+        ax.text(
+            0.5,
+            0.5,
+            "no kernel with bytes, flops and known ceilings",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
+        ax.set_axis_off()
+        return ax
+    ai = d["flops"] / d["bytes"]
+    x = np.logspace(np.log10(max(ai.min() / 10, 1e-2)), np.log10(ai.max() * 10), 200)
+    for dt, peak in sorted(
+        {
+            (r.flops_dtype, r.tflops_ceiling)
+            for r in d.itertuples()
+            if isinstance(r.flops_dtype, str) and r.tflops_ceiling == r.tflops_ceiling
+        }
+    ):
+        if dtype is None or dt == dtype:
+            ax.plot(x, np.minimum(peak, x * bw / 1e3), label=f"roof {dt}: {peak:.0f} TFLOP/s, {bw:.0f} GB/s")
+    ax.scatter(ai, d["tflops"], color="black", zorder=3)
+    for a, t, name in zip(ai, d["tflops"], d["kernel"], strict=False):
+        ax.annotate(name, (a, t), textcoords="offset points", xytext=(4, -10), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title("roofline")
+    ax.legend(fontsize=7, loc="lower right")
+    return ax

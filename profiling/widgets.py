@@ -209,6 +209,10 @@ class KernelView:
             axes = plots.kernel_overview(prof, top=self.top)
             display(axes[0].figure)
             plt.close(axes[0].figure)
+            if prof.kernels["flops"].notna().any():
+                ax = plots.roofline(prof)
+                display(ax.figure)
+                plt.close(ax.figure)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

@@ -55,4 +55,6 @@ def test_kernel_view_and_plots():
     assert "TB/s of 4.30 TB/s" in view.summary.value and "_mbdt_kernel" in view.table.value
     axes = plots.kernel_overview(view.profile)
     assert [t.get_text() for t in axes[0].get_yticklabels()][0] == "_mbdt_kernel [mbdt]"
+    ax = plots.roofline(view.profile)
+    assert len(ax.lines) == 2 and len(ax.collections[0].get_offsets()) == 2  # fp16/fp32 roofs; 2 kernels
     matplotlib.pyplot.close("all")
