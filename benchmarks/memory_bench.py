@@ -9,6 +9,7 @@ Each query runs `--repeats` times against random specs; the JSON has median and 
 (target: each < 10 ms on the 2-core development machine), insert throughput in batches (bulk import)
 and one-commit-per-node (the crash-safe mode the search uses), and provenance.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +45,36 @@ def synth_nodes(n: int, n_specs: int, rng: random.Random, sources: list[str], t0
         cls = rng.choice(FAIL_CLASSES) if failed else None
         res = None
         if not cls or not cls.startswith(("parse", "llm")):
-            res = EvalResult(status=Status(cls) if cls else Status.PASSED, fitness=fit, speedup=fit,
-                             correct=not failed, runtime_us=None if failed else 100.0 / fit)
-        node = Node(run_id=f"run{r:06d}", spec_key=spec, operator="seed" if i % run_len == 0 else "llm",
-                    parents=[] if i % run_len == 0 else [f"n{i - 1:08d}"], source=rng.choice(sources),
-                    status=(cls if cls and not cls.startswith(("parse", "llm")) else
-                            ("generation_failed" if cls else "passed")),
-                    error_class=cls, fitness=fit, speedup=fit, runtime_us=None if failed else 100.0 / fit,
-                    result=res, diagnosis=f"status: {cls or 'passed'}", platform=platform, seq=i % run_len,
-                    created_at=t0 + i, evaluated_at=t0 + i + 0.5, id=f"n{i:08d}")
+            res = EvalResult(
+                status=Status(cls) if cls else Status.PASSED,
+                fitness=fit,
+                speedup=fit,
+                correct=not failed,
+                runtime_us=None if failed else 100.0 / fit,
+            )
+        node = Node(
+            run_id=f"run{r:06d}",
+            spec_key=spec,
+            operator="seed" if i % run_len == 0 else "llm",
+            parents=[] if i % run_len == 0 else [f"n{i - 1:08d}"],
+            source=rng.choice(sources),
+            status=(
+                cls
+                if cls and not cls.startswith(("parse", "llm"))
+                else ("generation_failed" if cls else "passed")
+            ),
+            error_class=cls,
+            fitness=fit,
+            speedup=fit,
+            runtime_us=None if failed else 100.0 / fit,
+            result=res,
+            diagnosis=f"status: {cls or 'passed'}",
+            platform=platform,
+            seq=i % run_len,
+            created_at=t0 + i,
+            evaluated_at=t0 + i + 0.5,
+            id=f"n{i:08d}",
+        )
         yield node
 
 
@@ -63,8 +85,12 @@ def timed(fn, repeats: int) -> dict:
         fn()
         samples.append((time.perf_counter() - t) * 1e3)
     samples.sort()
-    return {"median_ms": statistics.median(samples), "p95_ms": samples[int(0.95 * (len(samples) - 1))],
-            "max_ms": samples[-1], "repeats": repeats}
+    return {
+        "median_ms": statistics.median(samples),
+        "p95_ms": samples[int(0.95 * (len(samples) - 1))],
+        "max_ms": samples[-1],
+        "repeats": repeats,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         "failures_by_class(spec, platform)": lambda: mem.failures_by_class(pick(), "cpu"),
         "failures(spec, class, limit=10)": lambda: mem.failures(pick(), "compile_error", limit=10),
         "past_attempts(spec) (operator's memory section)": lambda: mem.past_attempts(pick(), "cuda:sm_90"),
-        "run_history(run) (200 nodes, with texts)": lambda: mem.run_history(f"run{rng.randrange(done // 200):06d}"),
+        "run_history(run) (200 nodes, with texts)": lambda: mem.run_history(
+            f"run{rng.randrange(done // 200):06d}"
+        ),
     }
     results = {name: timed(fn, args.repeats) for name, fn in queries.items()}
     for name, r in results.items():
@@ -131,19 +159,29 @@ def main(argv: list[str] | None = None) -> int:
 
     out = {
         "benchmark": "context memory metadata queries and insert throughput",
-        "nodes": total, "specs": args.specs, "platforms": PLATFORMS, "target_ms": TARGET_MS,
+        "nodes": total,
+        "specs": args.specs,
+        "platforms": PLATFORMS,
+        "target_ms": TARGET_MS,
         "db_bytes": sum(p.stat().st_size for p in db.parent.glob(db.name + "*")),
         "insert": {
-            "bulk_nodes_per_s": done / bulk_s, "bulk_batch": 10_000, "bulk_s": bulk_s,
-            "commit_each_nodes_per_s": len(extra) / each_s, "commit_each_nodes": len(extra),
+            "bulk_nodes_per_s": done / bulk_s,
+            "bulk_batch": 10_000,
+            "bulk_s": bulk_s,
+            "commit_each_nodes_per_s": len(extra) / each_s,
+            "commit_each_nodes": len(extra),
             "commit_each_note": "one transaction per node (the search commits each node as it finishes); "
-                                "WAL, synchronous=NORMAL",
+            "WAL, synchronous=NORMAL",
         },
         "queries": results,
-        "machine": {"cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg(),
-                    "note": "the development machine is shared: other jobs ran during the measurement"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_at_end": os.getloadavg(),
+            "note": "the development machine is shared: other jobs ran during the measurement",
+        },
         "provenance": collect(),
-        "command": "python benchmarks/memory_bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python benchmarks/memory_bench.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     mem.close()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 """A minimal OpenAI-compatible chat endpoint on a thread: each request gets the next scripted reply
 text (the last repeats). The search's LLM tests drive the real `openai` provider through it."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,21 @@ class ChatServer:
                 if outer.status != 200:
                     return self._send({"error": {"message": "denied", "type": "auth"}}, outer.status)
                 text = outer.replies[min(len(outer.requests) - 1, len(outer.replies) - 1)]
-                self._send({"id": "c", "object": "chat.completion", "model": "stub",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                         "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+                self._send(
+                    {
+                        "id": "c",
+                        "object": "chat.completion",
+                        "model": "stub",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+                    }
+                )
 
             def _send(self, obj: dict, status: int = 200) -> None:
                 data = json.dumps(obj).encode()

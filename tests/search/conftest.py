@@ -1,4 +1,5 @@
 """Search tests: CPU only (Triton's interpreter); one real harness pool shared by the module's tests."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """A deterministic stand-in evaluator for tests about the search's arithmetic only (policies,
 termination, bookkeeping). Anything about real kernels uses the real harness on CPU."""
+
 from __future__ import annotations
 
 import threading
@@ -47,8 +48,16 @@ class FakeEvaluator(Evaluator):
         except TunablesError as exc:
             return EvalResult(status=Status.RUNTIME_ERROR, error=str(exc))
         f = self.fitness(cfg)
-        return EvalResult(status=Status.PASSED, fitness=f, speedup=f, correct=True, runtime_us=100.0 / f,
-                          baseline_runtime_us=100.0, device="cpu", platform={"label": "cpu"})
+        return EvalResult(
+            status=Status.PASSED,
+            fitness=f,
+            speedup=f,
+            correct=True,
+            runtime_us=100.0 / f,
+            baseline_runtime_us=100.0,
+            device="cpu",
+            platform={"label": "cpu"},
+        )
 
 
 TOY_SOURCE = '''"""toy candidate"""
@@ -61,7 +70,7 @@ def tunables_valid(cfg):
     return cfg["BLOCK"] * cfg["WARPS"] <= 4096
 '''
 
-TOY_SPEC = '''import torch
+TOY_SPEC = """import torch
 from torch import nn
 
 N = 7
@@ -78,4 +87,4 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""

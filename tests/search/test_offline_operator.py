@@ -1,4 +1,5 @@
 """The offline tuning operator: reads TUNABLES as data, rewrites only the `NAME = literal` lines."""
+
 from __future__ import annotations
 
 import ast
@@ -16,10 +17,20 @@ SRC = (FIX / "add_candidate.py").read_text()
 
 
 def _ctx(*sources: str, seen=frozenset(), seed: int = 0) -> OperatorContext:
-    parents = [Node(run_id="r", spec_key="s", operator="seed", source=s, status="passed", fitness=1.0)
-               for s in sources]
-    return OperatorContext(spec_path="x", spec_source="", spec_key="s", platform="cpu", arch="cpu-interpreter",
-                           parents=parents, seen_hashes=frozenset(seen), seed=seed)
+    parents = [
+        Node(run_id="r", spec_key="s", operator="seed", source=s, status="passed", fitness=1.0)
+        for s in sources
+    ]
+    return OperatorContext(
+        spec_path="x",
+        spec_source="",
+        spec_key="s",
+        platform="cpu",
+        arch="cpu-interpreter",
+        parents=parents,
+        seen_hashes=frozenset(seen),
+        seed=seed,
+    )
 
 
 def test_parse_reads_choices_current_and_predicate() -> None:
@@ -27,7 +38,7 @@ def test_parse_reads_choices_current_and_predicate() -> None:
     assert sp.choices == {"BLOCK_SIZE": [16, 32, 64, 128], "NUM_WARPS": [1, 2]}
     assert sp.current == {"BLOCK_SIZE": 16, "NUM_WARPS": 1}
     assert sp.valid({"BLOCK_SIZE": 32, "NUM_WARPS": 2}) and not sp.valid({"BLOCK_SIZE": 16, "NUM_WARPS": 2})
-    assert not sp.valid({"BLOCK_SIZE": 48, "NUM_WARPS": 1})   # not an allowed value
+    assert not sp.valid({"BLOCK_SIZE": 48, "NUM_WARPS": 1})  # not an allowed value
 
 
 def test_rewrite_touches_only_the_assignment_values() -> None:
@@ -49,8 +60,12 @@ def test_mutations_are_valid_new_and_parse() -> None:
         cfg = parse_tunables(prop.source).current
         assert cfg == prop.meta["config"] and parse_tunables(SRC).valid(cfg)
         assert content_hash(prop.source) not in seen
-        assert prop.source.replace(f"BLOCK_SIZE = {cfg['BLOCK_SIZE']}", "BLOCK_SIZE = 16").replace(
-            f"NUM_WARPS = {cfg['NUM_WARPS']}", "NUM_WARPS = 1") == SRC   # nothing else changed
+        assert (
+            prop.source.replace(f"BLOCK_SIZE = {cfg['BLOCK_SIZE']}", "BLOCK_SIZE = 16").replace(
+                f"NUM_WARPS = {cfg['NUM_WARPS']}", "NUM_WARPS = 1"
+            )
+            == SRC
+        )  # nothing else changed
         seen.add(content_hash(prop.source))
     # the valid space has 4 + 3 = 7 configurations: 6 new ones, then exhaustion
     assert len(seen) == 7 and prop.source is None and prop.error_class == "space_exhausted"
@@ -65,7 +80,7 @@ def test_crossover_takes_each_tunable_from_a_parent() -> None:
         prop = op.propose(_ctx(a, b, seen={content_hash(a), content_hash(b)}, seed=seed))
         assert prop.operator == "offline-crossover" and prop.source is not None
         mixes.add(tuple(sorted(prop.meta["config"].items())))
-    assert (("BLOCK_SIZE", 128), ("NUM_WARPS", 1)) in mixes   # the one mix of the two parents that is new
+    assert (("BLOCK_SIZE", 128), ("NUM_WARPS", 1)) in mixes  # the one mix of the two parents that is new
 
 
 def test_no_tunables_is_a_recorded_reason() -> None:
@@ -81,10 +96,13 @@ def test_bad_declarations() -> None:
 
 
 def test_predicate_needing_more_than_literals_is_ignored_with_a_reason() -> None:
-    src = 'import os\nTUNABLES = {"A": [1, 2]}\nA = 1\n@decorator\ndef tunables_valid(cfg):\n    return os.sep\n'
+    src = ('import os\nTUNABLES = {"A": [1, 2]}\nA = 1\n'
+           '@decorator\ndef tunables_valid(cfg):\n    return os.sep\n')
     sp = parse_tunables(src)
-    assert sp.predicate is not None                  # compiles alone (decorator dropped) ...
-    assert sp.valid({"A": 2})                        # ... needs `os`: ignored, with the reason kept
+    assert sp.predicate is not None  # compiles alone (decorator dropped) ...
+    assert sp.valid({"A": 2})  # ... needs `os`: ignored, with the reason kept
     assert sp.predicate is None and "os" in sp.predicate_error
-    strict = parse_tunables('TUNABLES = {"A": [1, 2]}\nA = 1\ndef tunables_valid(cfg):\n    return cfg["B"]\n')
-    assert not strict.valid({"A": 2})                # any other exception rejects the configuration
+    strict = parse_tunables(
+        'TUNABLES = {"A": [1, 2]}\nA = 1\ndef tunables_valid(cfg):\n    return cfg["B"]\n'
+    )
+    assert not strict.valid({"A": 2})  # any other exception rejects the configuration

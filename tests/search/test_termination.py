@@ -1,4 +1,5 @@
 """Termination rules: each one fires on its own and the stop names the rule."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,17 +22,18 @@ class _Clock:
 
 def test_rules_unit() -> None:
     clock = _Clock()
-    term = Termination(Limits(max_evals=3, max_wall_s=10, max_tokens=100, stall_evals=2, fitness_target=5.0),
-                       clock=clock)
+    term = Termination(
+        Limits(max_evals=3, max_wall_s=10, max_tokens=100, stall_evals=2, fitness_target=5.0), clock=clock
+    )
     assert term.check() is None
-    term.record(1.0, counts=False)                        # a seed: no budget spent, no stall counted
+    term.record(1.0, counts=False)  # a seed: no budget spent, no stall counted
     assert (term.done, term.since_best, term.best) == (0, 0, 1.0)
     term.record(0.5)
     assert term.check() is None and term.may_submit(1) and not term.may_submit(3)
     term.record(0.7)
-    assert term.check().rule == "stall"                   # two in a row without a new best
+    assert term.check().rule == "stall"  # two in a row without a new best
     term.record(6.0)
-    assert term.check().rule == "fitness_target"          # the target is checked first
+    assert term.check().rule == "fitness_target"  # the target is checked first
     term2 = Termination(Limits(max_evals=None, max_tokens=100), clock=clock)
     term2.add_tokens(99)
     assert term2.check() is None
@@ -58,7 +60,9 @@ def toy(tmp_path: Path) -> tuple[Path, Path]:
 def _run(toy, tmp_path, **kw):
     spec, cand = toy
     kw.setdefault("evaluator", FakeEvaluator())
-    return workbench.optimize(spec, seeds=[cand], run_dir=tmp_path / "runs", progress=False, device="cpu", **kw)
+    return workbench.optimize(
+        spec, seeds=[cand], run_dir=tmp_path / "runs", progress=False, device="cpu", **kw
+    )
 
 
 def test_fitness_target_stops_early(toy, tmp_path: Path) -> None:
@@ -67,7 +71,7 @@ def test_fitness_target_stops_early(toy, tmp_path: Path) -> None:
 
 
 def test_stall_rule(toy, tmp_path: Path) -> None:
-    flat = FakeEvaluator(fitness=lambda cfg: 1.0)          # nothing ever improves on the seed
+    flat = FakeEvaluator(fitness=lambda cfg: 1.0)  # nothing ever improves on the seed
     run = _run(toy, tmp_path, budget=60, stall=4, evaluator=flat)
     assert run.stop.rule == "stall" and len(run.tree) == 5
 
@@ -76,9 +80,16 @@ def test_space_exhausted_is_a_stop_rule(toy, tmp_path: Path) -> None:
     spec, _ = toy
     small = tmp_path / "small.py"
     small.write_text('TUNABLES = {"BLOCK": [16, 32], "WARPS": [1, 2]}\nBLOCK = 16\nWARPS = 1\n')
-    run = workbench.optimize(spec, seeds=[small], budget=50, evaluator=FakeEvaluator(), run_dir=tmp_path / "r",
-                             progress=False, device="cpu")
-    assert run.stop.rule == "space_exhausted" and len(run.tree) == 4   # all 4 configurations, once each
+    run = workbench.optimize(
+        spec,
+        seeds=[small],
+        budget=50,
+        evaluator=FakeEvaluator(),
+        run_dir=tmp_path / "r",
+        progress=False,
+        device="cpu",
+    )
+    assert run.stop.rule == "space_exhausted" and len(run.tree) == 4  # all 4 configurations, once each
 
 
 class _TokenSpender(Operator):
@@ -100,7 +111,7 @@ def test_token_budget(toy, tmp_path: Path) -> None:
     run = _run(toy, tmp_path, budget=50, max_tokens=120, operator=_TokenSpender())
     assert run.stop.rule == "budget_tokens"
     assert sum(n.prompt_tokens + n.completion_tokens for n in run.tree) >= 120
-    assert len(run.tree) <= 1 + 3 + 2                      # 3 proposals reach 150 tokens (+ lookahead in flight)
+    assert len(run.tree) <= 1 + 3 + 2  # 3 proposals reach 150 tokens (+ lookahead in flight)
 
 
 def test_wall_time(toy, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The universal operator: prompt assembly from the runtime context, and the LLM step's failure paths
 through the real `openai` provider against a local HTTP endpoint, with the real harness on CPU."""
+
 from __future__ import annotations
 
 import socket
@@ -34,15 +35,33 @@ class _Retriever:
         return R()
 
 
-def _parent(status: str = "compile_error", fit: float = 0.0, diag: str = "status: compile_error\nerror:\n"
-            "CompilationError: at 12:4: unsupported tensor index") -> Node:
-    return Node(run_id="r", spec_key="s", operator="seed", source=SRC, status=status, fitness=fit,
-                speedup=fit, diagnosis=diag)
+def _parent(
+    status: str = "compile_error",
+    fit: float = 0.0,
+    diag: str = "status: compile_error\nerror:\nCompilationError: at 12:4: unsupported tensor index",
+) -> Node:
+    return Node(
+        run_id="r",
+        spec_key="s",
+        operator="seed",
+        source=SRC,
+        status=status,
+        fitness=fit,
+        speedup=fit,
+        diagnosis=diag,
+    )
 
 
 def _ctx(parents, **kw) -> OperatorContext:
-    return OperatorContext(spec_path=str(SPEC), spec_source=SPEC.read_text(), spec_key="s", platform="cuda:sm_90",
-                           arch="sm_90", parents=parents, **kw)
+    return OperatorContext(
+        spec_path=str(SPEC),
+        spec_source=SPEC.read_text(),
+        spec_key="s",
+        platform="cuda:sm_90",
+        arch="sm_90",
+        parents=parents,
+        **kw,
+    )
 
 
 def test_template_is_versioned_package_data() -> None:
@@ -53,23 +72,38 @@ def test_template_is_versioned_package_data() -> None:
 
 
 def test_prompt_assembles_reference_parent_diagnosis_knowledge_and_memory() -> None:
-    best = Node(run_id="old", spec_key="s", operator="llm", source="# the best earlier kernel\n", status="passed",
-                fitness=2.5)
-    fail = Node(run_id="old", spec_key="s", operator="llm", status="incorrect", error_class="incorrect",
-                diagnosis="status: incorrect\nwrong output: max abs error 0.5")
+    best = Node(
+        run_id="old",
+        spec_key="s",
+        operator="llm",
+        source="# the best earlier kernel\n",
+        status="passed",
+        fitness=2.5,
+    )
+    fail = Node(
+        run_id="old",
+        spec_key="s",
+        operator="llm",
+        status="incorrect",
+        error_class="incorrect",
+        diagnosis="status: incorrect\nwrong output: max abs error 0.5",
+    )
     retr = _Retriever()
     messages, text = UniversalPromptBuilder(retriever=retr).build(
-        _ctx([_parent()], past_best=[best], past_failures=[fail]))
+        _ctx([_parent()], past_best=[best], past_failures=[fail])
+    )
     assert [m["role"] for m in messages] == ["system", "user"]
     user = messages[1]["content"]
-    assert "return a + b * self.scale" in user                       # the spec's reference source
-    assert "def add_scaled_kernel" in user                           # the parent kernel
-    assert "unsupported tensor index" in user and "fails (compile_error)" in user   # its diagnosis, a repair task
-    assert "Mask the tail" in user                                   # retrieved knowledge
+    assert "return a + b * self.scale" in user  # the spec's reference source
+    assert "def add_scaled_kernel" in user  # the parent kernel
+    assert (
+        "unsupported tensor index" in user and "fails (compile_error)" in user
+    )  # its diagnosis, a repair task
+    assert "Mask the tail" in user  # retrieved knowledge
     assert retr.calls[0][1:] == ("cuda", "sm_90", 1200) and "unsupported tensor index" in retr.calls[0][0]
-    assert "# the best earlier kernel" in user and "fitness 2.5" in user   # best past attempt from memory
-    assert "- incorrect: wrong output: max abs error 0.5" in user          # distinct past failures
-    assert "$" not in user.replace("$ ", "")                          # every placeholder filled
+    assert "# the best earlier kernel" in user and "fitness 2.5" in user  # best past attempt from memory
+    assert "- incorrect: wrong output: max abs error 0.5" in user  # distinct past failures
+    assert "$" not in user.replace("$ ", "")  # every placeholder filled
     assert text.startswith("### system\n") and user in text
 
 
@@ -107,21 +141,36 @@ def _llm(url: str) -> dict:
 
 def test_llm_failures_become_nodes_and_good_code_is_evaluated(tmp_path: Path, cpu_evaluator) -> None:
     good = SRC.replace("BLOCK_SIZE = 16", "BLOCK_SIZE = 64")
-    replies = ["Sure! I would make it faster by using bigger blocks.",            # no code at all
-               "Here:\n```python\n" + good + "\n```\nBigger blocks, fewer programs."]
+    replies = [
+        "Sure! I would make it faster by using bigger blocks.",  # no code at all
+        "Here:\n```python\n" + good + "\n```\nBigger blocks, fewer programs.",
+    ]
     with ChatServer(replies) as srv:
-        run = workbench.optimize(SPEC, seeds=[FIX / "add_candidate.py"], llm="openai", llm_options=_llm(srv.url),
-                                 offline_share=0.0, retrieval=False, budget=2, evaluator=cpu_evaluator,
-                                 run_dir=tmp_path, progress=False, device="cpu", trials=1)
+        run = workbench.optimize(
+            SPEC,
+            seeds=[FIX / "add_candidate.py"],
+            llm="openai",
+            llm_options=_llm(srv.url),
+            offline_share=0.0,
+            retrieval=False,
+            budget=2,
+            evaluator=cpu_evaluator,
+            run_dir=tmp_path,
+            progress=False,
+            device="cpu",
+            trials=1,
+        )
     nodes = list(run.tree)
     assert [n.operator for n in nodes] == ["seed", "llm", "llm"]
     bad, ok = nodes[1], nodes[2]
-    assert bad.status == "generation_failed" and bad.error_class == "parse_error" and bad.response == replies[0]
+    assert (
+        bad.status == "generation_failed" and bad.error_class == "parse_error" and bad.response == replies[0]
+    )
     assert ok.status == "passed" and ok.source.strip() == good.strip()
-    for n in (bad, ok):                                    # each prompt saved with its node, tokens counted
+    for n in (bad, ok):  # each prompt saved with its node, tokens counted
         assert "## Reference implementation" in n.prompt and n.prompt_tokens == 100 and n.meta["template"]
     assert srv.requests[0]["messages"][1]["content"] in bad.prompt
-    with Memory(tmp_path / "memory.sqlite") as mem:        # ... and in the memory
+    with Memory(tmp_path / "memory.sqlite") as mem:  # ... and in the memory
         stored = {n.id: n for n in mem.run_history(run.run_id)}
         assert stored[bad.id].response == replies[0] and stored[ok.id].prompt == ok.prompt
         assert mem.failures_by_class(run.spec_key) == {"parse_error": 1}
@@ -129,10 +178,18 @@ def test_llm_failures_become_nodes_and_good_code_is_evaluated(tmp_path: Path, cp
 
 
 def test_unreachable_endpoint_stops_with_one_reason_and_keeps_memory(tmp_path: Path) -> None:
-    run = workbench.optimize(SPEC, llm="openai", llm_options=_llm(f"http://127.0.0.1:{_free_port()}/v1"),
-                             retrieval=False, budget=5, run_dir=tmp_path, progress=False, device="cpu")
+    run = workbench.optimize(
+        SPEC,
+        llm="openai",
+        llm_options=_llm(f"http://127.0.0.1:{_free_port()}/v1"),
+        retrieval=False,
+        budget=5,
+        run_dir=tmp_path,
+        progress=False,
+        device="cpu",
+    )
     assert run.stop.rule == "llm_unavailable" and "unreachable" in run.stop.message
-    (node,) = list(run.tree)                                # the failed draft is a recorded node
+    (node,) = list(run.tree)  # the failed draft is a recorded node
     assert node.error_class == "llm_unreachable" and node.operator == "llm-draft" and node.prompt
     with Memory(tmp_path / "memory.sqlite") as mem:
         assert mem.get_run(run.run_id).stop_rule == "llm_unavailable"
@@ -141,6 +198,14 @@ def test_unreachable_endpoint_stops_with_one_reason_and_keeps_memory(tmp_path: P
 
 def test_bad_key_is_fatal(tmp_path: Path) -> None:
     with ChatServer(["unused"], status=401) as srv:
-        run = workbench.optimize(SPEC, llm="openai", llm_options=_llm(srv.url), retrieval=False, budget=5,
-                                 run_dir=tmp_path, progress=False, device="cpu")
+        run = workbench.optimize(
+            SPEC,
+            llm="openai",
+            llm_options=_llm(srv.url),
+            retrieval=False,
+            budget=5,
+            run_dir=tmp_path,
+            progress=False,
+            device="cpu",
+        )
     assert run.stop.rule == "llm_unavailable" and run.tree.evaluated()[0].error_class == "llm_auth"

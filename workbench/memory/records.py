@@ -3,6 +3,7 @@
 They live here, not in `workbench.search`, because the memory is below the search in the dependency
 order (search -> memory) and is usable alone (cross-session queries from a notebook).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,13 +36,13 @@ class Node:
 
     run_id: str
     spec_key: str
-    operator: str                               # seed | offline | offline-crossover | llm | llm-crossover ...
-    parents: list[str] = field(default_factory=list)   # one id, two for crossover, none for seeds/drafts
-    source: str | None = None                   # candidate source; None when generation failed
-    prompt: str | None = None                   # the full prompt text (LLM operators), for audit
-    response: str | None = None                 # the raw model response
-    status: str = PENDING                       # pending | a workbench.result.Status value | generation_failed
-    error_class: str | None = None              # None when passed or pending; else the failure class
+    operator: str  # seed | offline | offline-crossover | llm | llm-crossover ...
+    parents: list[str] = field(default_factory=list)  # one id, two for crossover, none for seeds/drafts
+    source: str | None = None  # candidate source; None when generation failed
+    prompt: str | None = None  # the full prompt text (LLM operators), for audit
+    response: str | None = None  # the raw model response
+    status: str = PENDING  # pending | a workbench.result.Status value | generation_failed
+    error_class: str | None = None  # None when passed or pending; else the failure class
     fitness: float = 0.0
     speedup: float = 0.0
     runtime_us: float | None = None
@@ -51,7 +52,7 @@ class Node:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     island: int | None = None
-    seq: int = 0                                # creation order within the run
+    seq: int = 0  # creation order within the run
     created_at: float = field(default_factory=time.time)
     evaluated_at: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -91,12 +92,23 @@ class Node:
     def summary(self) -> dict[str, Any]:
         """A JSON-ready view without the long texts (search tree files, tables)."""
         return {
-            "id": self.id, "seq": self.seq, "parents": list(self.parents), "operator": self.operator,
-            "status": self.status, "error_class": self.error_class, "fitness": self.fitness,
-            "speedup": self.speedup, "runtime_us": self.runtime_us, "island": self.island,
-            "platform": self.platform, "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens, "created_at": self.created_at,
-            "evaluated_at": self.evaluated_at, "diagnosis": self.diagnosis, "meta": self.meta,
+            "id": self.id,
+            "seq": self.seq,
+            "parents": list(self.parents),
+            "operator": self.operator,
+            "status": self.status,
+            "error_class": self.error_class,
+            "fitness": self.fitness,
+            "speedup": self.speedup,
+            "runtime_us": self.runtime_us,
+            "island": self.island,
+            "platform": self.platform,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "created_at": self.created_at,
+            "evaluated_at": self.evaluated_at,
+            "diagnosis": self.diagnosis,
+            "meta": self.meta,
         }
 
 
@@ -109,8 +121,8 @@ class RunInfo:
     spec_path: str
     platform: str
     policy: str
-    config: dict[str, Any] = field(default_factory=dict)   # everything needed to resume (no secrets)
+    config: dict[str, Any] = field(default_factory=dict)  # everything needed to resume (no secrets)
     created_at: float = field(default_factory=time.time)
-    status: str = "running"                                 # running | finished | failed
+    status: str = "running"  # running | finished | failed
     stop_rule: str | None = None
     stop_message: str | None = None

@@ -10,6 +10,7 @@ Texts (sources, prompts, responses, result records) are stored once each, by con
 failures by class) touch small rows through covering indexes. Failure counts per
 (spec, platform, class) are kept by triggers, so that query is one index range whatever the size.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -104,9 +105,11 @@ BEGIN
 END;
 """
 
-_NODE_COLS = ("id, run_id, seq, spec_key, platform, operator, parents_json, status, error_class, fitness, "
-              "speedup, runtime_us, source_hash, prompt_hash, response_hash, result_hash, diagnosis, "
-              "prompt_tokens, completion_tokens, island, created_at, evaluated_at, meta_json")
+_NODE_COLS = (
+    "id, run_id, seq, spec_key, platform, operator, parents_json, status, error_class, fitness, "
+    "speedup, runtime_us, source_hash, prompt_hash, response_hash, result_hash, diagnosis, "
+    "prompt_tokens, completion_tokens, island, created_at, evaluated_at, meta_json"
+)
 
 
 class Memory:
@@ -117,7 +120,7 @@ class Memory:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._known: set[str] = set()   # blob hashes this process wrote (texts repeat across nodes)
+        self._known: set[str] = set()  # blob hashes this process wrote (texts repeat across nodes)
         self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -130,8 +133,10 @@ class Memory:
         with self._lock:
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise RuntimeError(f"{self.path}: memory schema {version} is newer than this workbench "
-                                   f"({SCHEMA_VERSION}); upgrade the workbench")
+                raise RuntimeError(
+                    f"{self.path}: memory schema {version} is newer than this workbench "
+                    f"({SCHEMA_VERSION}); upgrade the workbench"
+                )
             self._conn.executescript(_SCHEMA)
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
@@ -169,8 +174,10 @@ class Memory:
         h = content_hash(text)
         if h in self._known:  # stored by this process already: skip the compression and the write
             return h
-        conn.execute("INSERT OR IGNORE INTO blobs(hash, data) VALUES (?, ?)",
-                     (h, zlib.compress(text.encode("utf-8"), 1)))
+        conn.execute(
+            "INSERT OR IGNORE INTO blobs(hash, data) VALUES (?, ?)",
+            (h, zlib.compress(text.encode("utf-8"), 1)),
+        )
         if len(self._known) > 200_000:
             self._known.clear()
         self._known.add(h)
@@ -187,15 +194,30 @@ class Memory:
     # -- runs ---------------------------------------------------------------------------------
     def start_run(self, run: RunInfo) -> None:
         with self._tx() as c:
-            c.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
-                      (run.run_id, run.spec_key, run.spec_path, run.platform, run.policy,
-                       json.dumps(run.config, sort_keys=True, default=str), run.created_at, run.status,
-                       run.stop_rule, run.stop_message))
+            c.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run.run_id,
+                    run.spec_key,
+                    run.spec_path,
+                    run.platform,
+                    run.policy,
+                    json.dumps(run.config, sort_keys=True, default=str),
+                    run.created_at,
+                    run.status,
+                    run.stop_rule,
+                    run.stop_message,
+                ),
+            )
 
-    def finish_run(self, run_id: str, *, status: str, stop_rule: str | None, stop_message: str | None) -> None:
+    def finish_run(
+        self, run_id: str, *, status: str, stop_rule: str | None, stop_message: str | None
+    ) -> None:
         with self._tx() as c:
-            c.execute("UPDATE runs SET status = ?, stop_rule = ?, stop_message = ? WHERE run_id = ?",
-                      (status, stop_rule, stop_message, run_id))
+            c.execute(
+                "UPDATE runs SET status = ?, stop_rule = ?, stop_message = ? WHERE run_id = ?",
+                (status, stop_rule, stop_message, run_id),
+            )
 
     def mark_running(self, run_id: str) -> None:
         with self._tx() as c:
@@ -217,11 +239,31 @@ class Memory:
     # -- nodes --------------------------------------------------------------------------------
     def _node_values(self, c: sqlite3.Connection, n: Node) -> tuple[Any, ...]:
         result_text = _result_json(n.result) if n.result is not None else None
-        return (n.id, n.run_id, n.seq, n.spec_key, n.platform, n.operator, json.dumps(n.parents), n.status,
-                n.error_class, float(n.fitness), float(n.speedup), n.runtime_us,
-                self._put_text(c, n.source), self._put_text(c, n.prompt), self._put_text(c, n.response),
-                self._put_text(c, result_text), n.diagnosis, int(n.prompt_tokens), int(n.completion_tokens),
-                n.island, n.created_at, n.evaluated_at, json.dumps(n.meta, sort_keys=True, default=str))
+        return (
+            n.id,
+            n.run_id,
+            n.seq,
+            n.spec_key,
+            n.platform,
+            n.operator,
+            json.dumps(n.parents),
+            n.status,
+            n.error_class,
+            float(n.fitness),
+            float(n.speedup),
+            n.runtime_us,
+            self._put_text(c, n.source),
+            self._put_text(c, n.prompt),
+            self._put_text(c, n.response),
+            self._put_text(c, result_text),
+            n.diagnosis,
+            int(n.prompt_tokens),
+            int(n.completion_tokens),
+            n.island,
+            n.created_at,
+            n.evaluated_at,
+            json.dumps(n.meta, sort_keys=True, default=str),
+        )
 
     def save_node(self, node: Node) -> None:
         """Insert or update one node, committed before returning (the crash-safety unit)."""
@@ -241,8 +283,11 @@ class Memory:
         vals = self._node_values(c, n)
         cols = [s.strip() for s in _NODE_COLS.split(",")]
         updates = ", ".join(f"{k} = excluded.{k}" for k in cols if k != "id")
-        c.execute(f"INSERT INTO nodes ({_NODE_COLS}) VALUES ({','.join('?' * len(vals))}) "
-                  f"ON CONFLICT(id) DO UPDATE SET {updates}", vals)
+        c.execute(
+            f"INSERT INTO nodes ({_NODE_COLS}) VALUES ({','.join('?' * len(vals))}) "
+            f"ON CONFLICT(id) DO UPDATE SET {updates}",
+            vals,
+        )
 
     def get_node(self, node_id: str, *, with_text: bool = True) -> Node | None:
         with self._lock:
@@ -252,8 +297,9 @@ class Memory:
     def run_history(self, run_id: str, *, with_text: bool = True) -> list[Node]:
         """Every node of a run, in creation order."""
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_NODE_COLS} FROM nodes WHERE run_id = ? ORDER BY seq",
-                                      (run_id,)).fetchall()
+            rows = self._conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
         return [self._node_from_row(r, with_text) for r in rows]
 
     def best_node(self, spec_key: str, platform: str | None = None, *, with_text: bool = True) -> Node | None:
@@ -261,8 +307,15 @@ class Memory:
         nodes = self.top_k(spec_key, platform, k=1, with_text=with_text)
         return nodes[0] if nodes else None
 
-    def top_k(self, spec_key: str | None = None, platform: str | None = None, k: int = 10, *,
-              with_text: bool = False, exclude_run: str | None = None) -> list[Node]:
+    def top_k(
+        self,
+        spec_key: str | None = None,
+        platform: str | None = None,
+        k: int = 10,
+        *,
+        with_text: bool = False,
+        exclude_run: str | None = None,
+    ) -> list[Node]:
         """The k fittest passing nodes, optionally for one spec and platform (fitness descending)."""
         where, args = ["fitness > 0"], []
         if spec_key is not None:
@@ -274,8 +327,10 @@ class Memory:
         if exclude_run is not None:
             where.append("run_id != ?")
             args.append(exclude_run)
-        sql = (f"SELECT {_NODE_COLS} FROM nodes WHERE {' AND '.join(where)} "
-               f"ORDER BY fitness DESC, created_at LIMIT ?")
+        sql = (
+            f"SELECT {_NODE_COLS} FROM nodes WHERE {' AND '.join(where)} "
+            f"ORDER BY fitness DESC, created_at LIMIT ?"
+        )
         with self._lock:
             rows = self._conn.execute(sql, (*args, int(k))).fetchall()
         return [self._node_from_row(r, with_text) for r in rows]
@@ -291,8 +346,9 @@ class Memory:
             rows = self._conn.execute(sql + " GROUP BY error_class", args).fetchall()
         return {r[0]: int(r[1]) for r in rows if r[1]}
 
-    def failures(self, spec_key: str, error_class: str | None = None, *, limit: int = 10,
-                 with_text: bool = False) -> list[Node]:
+    def failures(
+        self, spec_key: str, error_class: str | None = None, *, limit: int = 10, with_text: bool = False
+    ) -> list[Node]:
         """The most recent failed nodes of a spec (of one class, or any)."""
         sql = f"SELECT {_NODE_COLS} FROM nodes WHERE spec_key = ? AND error_class IS NOT NULL"
         args: list[Any] = [spec_key]
@@ -300,18 +356,28 @@ class Memory:
             sql += " AND error_class = ?"
             args.append(error_class)
         with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY created_at DESC LIMIT ?", (*args, int(limit))).fetchall()
+            rows = self._conn.execute(
+                sql + " ORDER BY created_at DESC LIMIT ?", (*args, int(limit))
+            ).fetchall()
         return [self._node_from_row(r, with_text) for r in rows]
 
-    def past_attempts(self, spec_key: str, platform: str | None = None, *, k: int = 3,
-                      n_failures: int = 3, exclude_ids: Iterable[str] = ()) -> tuple[list[Node], list[Node]]:
+    def past_attempts(
+        self,
+        spec_key: str,
+        platform: str | None = None,
+        *,
+        k: int = 3,
+        n_failures: int = 3,
+        exclude_ids: Iterable[str] = (),
+    ) -> tuple[list[Node], list[Node]]:
         """What the operator shows the model: the best passing attempts and recent distinct failures.
 
         Failures are deduplicated by diagnosis so the prompt shows different mistakes, not one ten times.
         """
         skip = set(exclude_ids)
-        best = [n for n in self.top_k(spec_key, platform, k=k + len(skip), with_text=True)
-                if n.id not in skip][:k]
+        best = [
+            n for n in self.top_k(spec_key, platform, k=k + len(skip), with_text=True) if n.id not in skip
+        ][:k]
         seen: set[str] = set()
         fails: list[Node] = []
         for n in self.failures(spec_key, limit=8 * n_failures, with_text=False):
@@ -328,23 +394,37 @@ class Memory:
         with self._lock:
             if run_id is None:
                 return int(self._conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
-            return int(self._conn.execute("SELECT COUNT(*) FROM nodes WHERE run_id = ?", (run_id,)).fetchone()[0])
+            return int(
+                self._conn.execute("SELECT COUNT(*) FROM nodes WHERE run_id = ?", (run_id,)).fetchone()[0]
+            )
 
     def _node_from_row(self, row: sqlite3.Row, with_text: bool) -> Node:
         result = None
         if with_text and row["result_hash"]:
             result = EvalResult.from_dict(json.loads(self.text(row["result_hash"]) or "{}"))
         node = Node(
-            run_id=row["run_id"], spec_key=row["spec_key"], operator=row["operator"],
+            run_id=row["run_id"],
+            spec_key=row["spec_key"],
+            operator=row["operator"],
             parents=json.loads(row["parents_json"]),
             source=self.text(row["source_hash"]) if with_text else None,
             prompt=self.text(row["prompt_hash"]) if with_text else None,
             response=self.text(row["response_hash"]) if with_text else None,
-            status=row["status"], error_class=row["error_class"], fitness=row["fitness"],
-            speedup=row["speedup"], runtime_us=row["runtime_us"], result=result, diagnosis=row["diagnosis"],
-            platform=row["platform"], prompt_tokens=row["prompt_tokens"],
-            completion_tokens=row["completion_tokens"], island=row["island"], seq=row["seq"],
-            created_at=row["created_at"], evaluated_at=row["evaluated_at"], meta=json.loads(row["meta_json"]),
+            status=row["status"],
+            error_class=row["error_class"],
+            fitness=row["fitness"],
+            speedup=row["speedup"],
+            runtime_us=row["runtime_us"],
+            result=result,
+            diagnosis=row["diagnosis"],
+            platform=row["platform"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            island=row["island"],
+            seq=row["seq"],
+            created_at=row["created_at"],
+            evaluated_at=row["evaluated_at"],
+            meta=json.loads(row["meta_json"]),
             id=row["id"],
         )
         return node
@@ -361,10 +441,18 @@ def _result_json(r: EvalResult) -> str:
 
 
 def _run_from_row(row: sqlite3.Row) -> RunInfo:
-    return RunInfo(run_id=row["run_id"], spec_key=row["spec_key"], spec_path=row["spec_path"],
-                   platform=row["platform"], policy=row["policy"], config=json.loads(row["config_json"]),
-                   created_at=row["created_at"], status=row["status"], stop_rule=row["stop_rule"],
-                   stop_message=row["stop_message"])
+    return RunInfo(
+        run_id=row["run_id"],
+        spec_key=row["spec_key"],
+        spec_path=row["spec_path"],
+        platform=row["platform"],
+        policy=row["policy"],
+        config=json.loads(row["config_json"]),
+        created_at=row["created_at"],
+        status=row["status"],
+        stop_rule=row["stop_rule"],
+        stop_message=row["stop_message"],
+    )
 
 
 def default_memory_path(run_dir: str | Path = "runs") -> Path:

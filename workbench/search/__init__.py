@@ -7,6 +7,7 @@ run = workbench.optimize("examples/vector_add/spec.py", seeds=["examples/vector_
 run.best.fitness, run.history(), run.plot(), run.explorer()
 ```
 """
+
 from __future__ import annotations
 
 import inspect
@@ -19,14 +20,34 @@ from workbench.search.termination import Limits, Stop
 __all__ = ["Limits", "SearchConfig", "SearchError", "Stop", "load_run", "optimize"]
 
 
-def optimize(spec: str | Path, *, seeds: Sequence[str | Path] = (), policy: str = "greedy", llm: str = "none",
-             budget: int | None = 20, workers: int = 1, device: str = "auto", evaluator: Any = "local",
-             ray_address: str | None = None, retrieval: bool = True, overrides: dict[str, Any] | None = None,
-             run_dir: str | Path = "runs", resume: str | None = None, max_wall_s: float | None = None,
-             max_tokens: int | None = None, stall: int | None = None, fitness_target: float | None = None,
-             trials: int = 3, timeout_s: float = 300.0, rng_seed: int = 0,
-             policy_options: dict[str, Any] | None = None, llm_options: dict[str, Any] | None = None,
-             offline_share: float = 0.25, operator: Any = None, progress: bool = True):  # -> Run
+def optimize(
+    spec: str | Path,
+    *,
+    seeds: Sequence[str | Path] = (),
+    policy: str = "greedy",
+    llm: str = "none",
+    budget: int | None = 20,
+    workers: int = 1,
+    device: str = "auto",
+    evaluator: Any = "local",
+    ray_address: str | None = None,
+    retrieval: bool = True,
+    overrides: dict[str, Any] | None = None,
+    run_dir: str | Path = "runs",
+    resume: str | None = None,
+    max_wall_s: float | None = None,
+    max_tokens: int | None = None,
+    stall: int | None = None,
+    fitness_target: float | None = None,
+    trials: int = 3,
+    timeout_s: float = 300.0,
+    rng_seed: int = 0,
+    policy_options: dict[str, Any] | None = None,
+    llm_options: dict[str, Any] | None = None,
+    offline_share: float = 0.25,
+    operator: Any = None,
+    progress: bool = True,
+):  # -> Run
     """Search for a faster correct kernel for `spec`; returns a `workbench.search.run.Run`.
 
     `evaluator` is a backend name (`local`, `ray`) or an `Evaluator` instance to reuse (not closed here).
@@ -35,27 +56,66 @@ def optimize(spec: str | Path, *, seeds: Sequence[str | Path] = (), policy: str 
     """
     from workbench.search.engine import SearchEngine
 
-    cfg = SearchConfig(spec_path=str(spec), seeds=[str(s) for s in seeds], policy=policy,
-                       policy_options=dict(policy_options or {}), llm=llm, llm_options=dict(llm_options or {}),
-                       offline_share=offline_share, budget=budget, max_wall_s=max_wall_s, max_tokens=max_tokens,
-                       stall=stall, fitness_target=fitness_target, workers=workers, device=device,
-                       evaluator=evaluator if isinstance(evaluator, str) else "local", ray_address=ray_address,
-                       retrieval=retrieval, overrides=dict(overrides or {}), trials=trials, timeout_s=timeout_s,
-                       run_dir=str(run_dir), rng_seed=rng_seed)
+    cfg = SearchConfig(
+        spec_path=str(spec),
+        seeds=[str(s) for s in seeds],
+        policy=policy,
+        policy_options=dict(policy_options or {}),
+        llm=llm,
+        llm_options=dict(llm_options or {}),
+        offline_share=offline_share,
+        budget=budget,
+        max_wall_s=max_wall_s,
+        max_tokens=max_tokens,
+        stall=stall,
+        fitness_target=fitness_target,
+        workers=workers,
+        device=device,
+        evaluator=evaluator if isinstance(evaluator, str) else "local",
+        ray_address=ray_address,
+        retrieval=retrieval,
+        overrides=dict(overrides or {}),
+        trials=trials,
+        timeout_s=timeout_s,
+        run_dir=str(run_dir),
+        rng_seed=rng_seed,
+    )
     changes = None
     if resume is not None:  # only what the caller changed from the defaults replaces the stored config
         from workbench.search.engine import RESUMABLE
 
         defaults = {k: v.default for k, v in inspect.signature(optimize).parameters.items()}
-        names = {"budget": "budget", "max_wall_s": "max_wall_s", "max_tokens": "max_tokens", "stall": "stall",
-                 "fitness_target": "fitness_target", "workers": "workers", "evaluator": "evaluator",
-                 "ray_address": "ray_address", "timeout_s": "timeout_s"}
-        given = dict(budget=budget, max_wall_s=max_wall_s, max_tokens=max_tokens, stall=stall,
-                     fitness_target=fitness_target, workers=workers, evaluator=cfg.evaluator,
-                     ray_address=ray_address, timeout_s=timeout_s)
+        names = {
+            "budget": "budget",
+            "max_wall_s": "max_wall_s",
+            "max_tokens": "max_tokens",
+            "stall": "stall",
+            "fitness_target": "fitness_target",
+            "workers": "workers",
+            "evaluator": "evaluator",
+            "ray_address": "ray_address",
+            "timeout_s": "timeout_s",
+        }
+        given = dict(
+            budget=budget,
+            max_wall_s=max_wall_s,
+            max_tokens=max_tokens,
+            stall=stall,
+            fitness_target=fitness_target,
+            workers=workers,
+            evaluator=cfg.evaluator,
+            ray_address=ray_address,
+            timeout_s=timeout_s,
+        )
         changes = {names[k]: v for k, v in given.items() if v != defaults[k] and names[k] in RESUMABLE}
-    engine = SearchEngine(cfg, evaluator=None if isinstance(evaluator, str) else evaluator, operator=operator,
-                          resume=resume, progress=progress, resume_changes=changes)
+    engine = SearchEngine(
+        cfg,
+        evaluator=None if isinstance(evaluator, str) else evaluator,
+        operator=operator,
+        resume=resume,
+        progress=progress,
+        resume_changes=changes,
+    )
     return engine.run()
 
 

@@ -1,4 +1,5 @@
 """`workbench optimize SPEC ...`: run (or resume) a search and print the final table."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,28 +11,48 @@ log = logging.getLogger(__name__)
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = subparsers.add_parser(
-        "optimize", help="search for a faster correct Triton kernel for a spec",
+        "optimize",
+        help="search for a faster correct Triton kernel for a spec",
         description="Graph search over candidate kernels. With --llm none (the default) the offline tuning "
-                    "operator mutates the TUNABLES of the --seed kernels; with an LLM provider the universal "
-                    "operator writes new kernels (endpoint, model and key from the environment).")
+        "operator mutates the TUNABLES of the --seed kernels; with an LLM provider the universal "
+        "operator writes new kernels (endpoint, model and key from the environment).",
+    )
     p.add_argument("spec", nargs="?", help="the spec file (KernelBench format); optional with --resume")
-    p.add_argument("--seed", action="append", default=[], metavar="CANDIDATE",
-                   help="a candidate kernel to start from (repeatable)")
+    p.add_argument(
+        "--seed",
+        action="append",
+        default=[],
+        metavar="CANDIDATE",
+        help="a candidate kernel to start from (repeatable)",
+    )
     p.add_argument("--policy", default="greedy", help="selection policy: greedy | mcts | evolve")
-    p.add_argument("--llm", default="none", help="operator's model: none (offline tuner) | openai | transformers")
+    p.add_argument(
+        "--llm", default="none", help="operator's model: none (offline tuner) | openai | transformers"
+    )
     p.add_argument("--budget", type=int, default=None, help="nodes to create after the seeds (default 20)")
     p.add_argument("--wall", type=float, default=None, metavar="SECONDS", help="wall-time budget")
     p.add_argument("--tokens", type=int, default=None, help="LLM token budget")
-    p.add_argument("--stall", type=int, default=None, metavar="K", help="stop after K evaluations without improvement")
-    p.add_argument("--target", type=float, default=None, metavar="FITNESS", help="stop once this fitness is reached")
+    p.add_argument(
+        "--stall", type=int, default=None, metavar="K", help="stop after K evaluations without improvement"
+    )
+    p.add_argument(
+        "--target", type=float, default=None, metavar="FITNESS", help="stop once this fitness is reached"
+    )
     p.add_argument("--workers", type=int, default=None, help="evaluations in flight (default 1)")
     p.add_argument("--resume", default=None, metavar="RUN", help="continue a stopped run by id")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--evaluator", default=None, help="local | ray")
-    p.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address (with --evaluator ray)")
+    p.add_argument(
+        "--ray-address", default=None, metavar="ADDR", help="Ray cluster address (with --evaluator ray)"
+    )
     p.add_argument("--no-retrieval", action="store_true", help="prompts without retrieved knowledge")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a module-level constant of the spec (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a module-level constant of the spec (repeatable)",
+    )
     p.add_argument("--trials", type=int, default=3, help="timing trials per evaluation")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per evaluation")
     p.add_argument("--rng-seed", type=int, default=0, help="seed of the search's random choices")
@@ -61,13 +82,28 @@ def _main(args: argparse.Namespace) -> int:
         from workbench.search import optimize
 
         run = optimize(
-            spec, seeds=args.seed, policy=args.policy, llm=args.llm,
+            spec,
+            seeds=args.seed,
+            policy=args.policy,
+            llm=args.llm,
             budget=args.budget if args.budget is not None else 20,
-            workers=args.workers if args.workers is not None else 1, device=args.device,
-            evaluator=args.evaluator or "local", ray_address=args.ray_address, retrieval=not args.no_retrieval,
-            overrides=parse_set(args.set), run_dir=args.run_dir, resume=args.resume, max_wall_s=args.wall,
-            max_tokens=args.tokens, stall=args.stall, fitness_target=args.target, trials=args.trials,
-            timeout_s=args.timeout, rng_seed=args.rng_seed, progress=not args.no_progress)
+            workers=args.workers if args.workers is not None else 1,
+            device=args.device,
+            evaluator=args.evaluator or "local",
+            ray_address=args.ray_address,
+            retrieval=not args.no_retrieval,
+            overrides=parse_set(args.set),
+            run_dir=args.run_dir,
+            resume=args.resume,
+            max_wall_s=args.wall,
+            max_tokens=args.tokens,
+            stall=args.stall,
+            fitness_target=args.target,
+            trials=args.trials,
+            timeout_s=args.timeout,
+            rng_seed=args.rng_seed,
+            progress=not args.no_progress,
+        )
     except SearchError as exc:
         print(f"workbench optimize: error: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
 """The one typed config of a search: saved with the run (no secrets), enough to resume it."""
+
 from __future__ import annotations
 
 import ast
@@ -22,23 +23,23 @@ class SearchError(ValueError):
 @dataclass
 class SearchConfig:
     spec_path: str
-    seeds: list[str] = field(default_factory=list)       # candidate files to start from
-    policy: str = "greedy"                                 # greedy | mcts | evolve
+    seeds: list[str] = field(default_factory=list)  # candidate files to start from
+    policy: str = "greedy"  # greedy | mcts | evolve
     policy_options: dict[str, Any] = field(default_factory=dict)
-    llm: str = "none"                                      # none | openai | transformers
-    llm_options: dict[str, Any] = field(default_factory=dict)   # model, base_url...; keys come from env
-    offline_share: float = 0.25                            # share of LLM-run expansions given to the tuner
-    budget: int | None = 20                                # nodes after the seeds
+    llm: str = "none"  # none | openai | transformers
+    llm_options: dict[str, Any] = field(default_factory=dict)  # model, base_url...; keys come from env
+    offline_share: float = 0.25  # share of LLM-run expansions given to the tuner
+    budget: int | None = 20  # nodes after the seeds
     max_wall_s: float | None = None
     max_tokens: int | None = None
     stall: int | None = None
     fitness_target: float | None = None
     workers: int = 1
-    device: str = "auto"                                   # auto | cpu | cuda
-    evaluator: str = "local"                               # local | ray
+    device: str = "auto"  # auto | cpu | cuda
+    evaluator: str = "local"  # local | ray
     ray_address: str | None = None
     retrieval: bool = True
-    overrides: dict[str, Any] = field(default_factory=dict)   # spec module constants (--set)
+    overrides: dict[str, Any] = field(default_factory=dict)  # spec module constants (--set)
     trials: int = 3
     timeout_s: float = 300.0
     run_dir: str = "runs"
@@ -63,12 +64,19 @@ class SearchConfig:
             from workbench.env import is_secret_name
 
             if is_secret_name(key):
-                raise SearchError(f"LLM option {key!r} looks like a secret: pass it through the environment, "
-                                  f"it must not be saved with the run")
+                raise SearchError(
+                    f"LLM option {key!r} looks like a secret: pass it through the environment, "
+                    f"it must not be saved with the run"
+                )
 
     def limits(self) -> Limits:
-        return Limits(max_evals=self.budget, max_wall_s=self.max_wall_s, max_tokens=self.max_tokens,
-                      stall_evals=self.stall, fitness_target=self.fitness_target)
+        return Limits(
+            max_evals=self.budget,
+            max_wall_s=self.max_wall_s,
+            max_tokens=self.max_tokens,
+            stall_evals=self.stall,
+            fitness_target=self.fitness_target,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -115,11 +123,13 @@ def check_spec(path: str | Path) -> str:
 
 def spec_key(path: str | Path, source: str, overrides: dict[str, Any]) -> str:
     """Identity of a problem across sessions: the spec's name, its text and its overrides."""
-    h = hashlib.sha256((source + "\0" + json.dumps(overrides, sort_keys=True, default=str)).encode()).hexdigest()
+    h = hashlib.sha256(
+        (source + "\0" + json.dumps(overrides, sort_keys=True, default=str)).encode()
+    ).hexdigest()
     return f"{spec_name(path)}@{h[:12]}"
 
 
 def spec_name(path: str | Path) -> str:
-    """A readable name: the file stem, or its folder's name for generic stems (examples/vector_add/spec.py)."""
+    """A readable name: the file stem, or the folder's name for generic stems (examples/add/spec.py)."""
     p = Path(path)
     return p.resolve().parent.name if p.stem in ("spec", "reference", "problem", "model") else p.stem

@@ -1,4 +1,5 @@
 """Turn a harness record into the short text the universal operator (and a person) reads."""
+
 from __future__ import annotations
 
 import logging
@@ -35,17 +36,21 @@ def diagnose(result: EvalResult) -> str:
     """What happened to a candidate: the failure text, the mismatch, or the timings and profile."""
     lines: list[str] = [f"status: {result.status.value}"]
     if result.status == Status.PASSED:
-        lines.append(f"correct; speedup {result.speedup:.3f}x over the reference "
-                     f"(candidate median {_us(result.runtime_us)} "
-                     f"[p20 {_us(result.runtime_p20_us)}, p80 {_us(result.runtime_p80_us)}], "
-                     f"reference median {_us(result.baseline_runtime_us)}) on {result.device}")
+        lines.append(
+            f"correct; speedup {result.speedup:.3f}x over the reference "
+            f"(candidate median {_us(result.runtime_us)} "
+            f"[p20 {_us(result.runtime_p20_us)}, p80 {_us(result.runtime_p80_us)}], "
+            f"reference median {_us(result.baseline_runtime_us)}) on {result.device}"
+        )
         if result.triton_launches:
             lines.append(f"triton launches per forward: {result.triton_launches}")
         if result.aten_ops:
             lines.append("torch ops dispatched in forward: " + ", ".join(result.aten_ops[:12]))
     elif result.status == Status.INCORRECT:
-        lines.append(f"wrong output: max abs error {_num(result.max_abs_err)}, "
-                     f"max rel error {_num(result.max_rel_err)}")
+        lines.append(
+            f"wrong output: max abs error {_num(result.max_abs_err)}, "
+            f"max rel error {_num(result.max_rel_err)}"
+        )
         mismatch = result.details.get("mismatch") if isinstance(result.details, dict) else None
         if mismatch:
             lines.append(f"mismatch report: {_tail(str(mismatch), 800)}")

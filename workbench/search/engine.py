@@ -6,6 +6,7 @@ generation and evaluation overlap. All graph, policy and memory updates happen i
 Every node is committed to the memory when created (pending) and again when finished, so a SIGKILL
 loses no evaluated node and `resume` re-submits the pending ones.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,16 +25,25 @@ from workbench.search import termination as T
 from workbench.search.config import SearchConfig, SearchError, check_spec, spec_key, spec_name
 from workbench.search.diagnosis import diagnose
 from workbench.search.node import Tree
-from workbench.search.operators import OfflineTuningOperator, Operator, OperatorContext, Proposal, has_tunables
+from workbench.search.operators import OfflineTuningOperator, Operator, OperatorContext, Proposal
 from workbench.search.policies import Policy, Selection, make_policy
 from workbench.search.progress import Progress
 from workbench.search.run import Run
 
 log = logging.getLogger(__name__)
 
-RESUMABLE = ("budget", "max_wall_s", "max_tokens", "stall", "fitness_target", "workers", "evaluator",
-             "ray_address", "timeout_s")
-_MAX_DISCARDS = 25      # consecutive proposals that bring nothing new before the space counts as exhausted
+RESUMABLE = (
+    "budget",
+    "max_wall_s",
+    "max_tokens",
+    "stall",
+    "fitness_target",
+    "workers",
+    "evaluator",
+    "ray_address",
+    "timeout_s",
+)
+_MAX_DISCARDS = 25  # consecutive proposals that bring nothing new before the space counts as exhausted
 
 
 def new_run_id(spec_path: str) -> str:
@@ -41,12 +51,20 @@ def new_run_id(spec_path: str) -> str:
 
 
 class SearchEngine:
-    """One search run (new or resumed). Inject `evaluator`, `operator` or `memory` to reuse or replace them."""
+    """One search run (new or resumed). Inject `evaluator`, `operator` or `memory` to reuse them."""
 
-    def __init__(self, config: SearchConfig, *, evaluator: Evaluator | None = None,
-                 operator: Operator | None = None, memory: Memory | None = None, resume: str | None = None,
-                 progress: bool = True, platform: tuple[str, str] | None = None,
-                 resume_changes: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: SearchConfig,
+        *,
+        evaluator: Evaluator | None = None,
+        operator: Operator | None = None,
+        memory: Memory | None = None,
+        resume: str | None = None,
+        progress: bool = True,
+        platform: tuple[str, str] | None = None,
+        resume_changes: dict[str, Any] | None = None,
+    ) -> None:
         self.memory = memory or Memory(default_memory_path(config.run_dir))
         self._own_memory = memory is None
         self.resume_id = resume
@@ -67,13 +85,19 @@ class SearchEngine:
         self.spec_source = check_spec(config.spec_path)
         self.spec_path = str(Path(config.spec_path).resolve())
         self.spec_key = spec_key(config.spec_path, self.spec_source, config.overrides)
-        self.platform, self.arch = platform or _describe(config.device)
         self.rng = random.Random(config.rng_seed)
         self.operator = operator or self._make_operator()
         self._own_operator = operator is None
-        self.policy: Policy = make_policy(config.policy, rng=random.Random(config.rng_seed + 1),
-                                          can_draft=self.operator.can_draft,
-                                          crossover=self.operator.supports_crossover, **config.policy_options)
+        # bad seeds fail here, before torch is imported for the platform: one quick, clear message
+        self._seed_sources = self._read_seeds() if resume is None else []
+        self.platform, self.arch = platform or _describe(config.device)
+        self.policy: Policy = make_policy(
+            config.policy,
+            rng=random.Random(config.rng_seed + 1),
+            can_draft=self.operator.can_draft,
+            crossover=self.operator.supports_crossover,
+            **config.policy_options,
+        )
         self.tree = Tree()
         self.term = T.Termination(config.limits())
         self.progress_enabled = progress
@@ -92,8 +116,12 @@ class SearchEngine:
 
         retriever: Any = "auto" if self.cfg.retrieval else None
         try:
-            return make_operator(self.cfg.llm, retriever=retriever, offline_share=self.cfg.offline_share,
-                                 **self.cfg.llm_options)
+            return make_operator(
+                self.cfg.llm,
+                retriever=retriever,
+                offline_share=self.cfg.offline_share,
+                **self.cfg.llm_options,
+            )
         except ImportError as exc:
             raise SearchError(f"LLM provider {self.cfg.llm!r} is not available: {exc}") from None
         except Exception as exc:
@@ -103,30 +131,44 @@ class SearchEngine:
                 raise SearchError(f"LLM provider {self.cfg.llm!r}: {exc}") from None
             raise
 
-    def _seed_nodes(self) -> list[Node]:
-        nodes = []
+    def _read_seeds(self) -> list[tuple[str, str]]:
+        seeds = []
         for path in self.cfg.seeds:
             p = Path(path)
             if not p.is_file():
                 raise SearchError(f"seed candidate {path!r} not found")
             src = p.read_text(encoding="utf-8")
-            if not self.operator.can_repair and not has_tunables(src):
+            if not self.operator.can_repair:
                 from workbench.search.tunables import TunablesError, parse_tunables
 
                 try:
                     parse_tunables(src)
                 except TunablesError as exc:
-                    raise SearchError(f"seed {path}: {exc} (the offline tuning operator only changes declared "
-                                      f"tunables; declare TUNABLES or use --llm)") from None
-            nodes.append(self._node("seed", [], source=src, meta={"path": str(p)}))
-        if not nodes and not self.operator.can_draft:
-            raise SearchError("the offline tuning operator (--llm none) needs at least one --seed candidate "
-                              "that declares TUNABLES; or choose an LLM provider to draft from the spec")
-        return nodes
+                    raise SearchError(
+                        f"seed {path}: {exc} (the offline tuning operator only changes declared "
+                        f"tunables; declare TUNABLES or use --llm)"
+                    ) from None
+            seeds.append((str(p), src))
+        if not seeds and not self.operator.can_draft:
+            raise SearchError(
+                "the offline tuning operator (--llm none) needs at least one --seed candidate "
+                "that declares TUNABLES; or choose an LLM provider to draft from the spec"
+            )
+        return seeds
+
+    def _seed_nodes(self) -> list[Node]:
+        return [self._node("seed", [], source=src, meta={"path": path}) for path, src in self._seed_sources]
 
     def _node(self, operator: str, parents: list[str], **kw: Any) -> Node:
-        n = Node(run_id=self.run_id, spec_key=self.spec_key, operator=operator, parents=parents,
-                 platform=self.platform, seq=self._seq, **kw)
+        n = Node(
+            run_id=self.run_id,
+            spec_key=self.spec_key,
+            operator=operator,
+            parents=parents,
+            platform=self.platform,
+            seq=self._seq,
+            **kw,
+        )
         self._seq += 1
         return n
 
@@ -139,8 +181,9 @@ class SearchEngine:
             if self.cfg.evaluator == "ray" and self.cfg.ray_address:
                 kw["address"] = self.cfg.ray_address
             try:
-                self._evaluator = make_evaluator(self.cfg.evaluator, workers=self.cfg.workers,
-                                                 device=self.cfg.device, **kw)
+                self._evaluator = make_evaluator(
+                    self.cfg.evaluator, workers=self.cfg.workers, device=self.cfg.device, **kw
+                )
             except ValueError as exc:
                 raise SearchError(str(exc)) from None
         return self._evaluator
@@ -184,7 +227,9 @@ class SearchEngine:
                             evals.pop(f)
                 progress.update()
         except KeyboardInterrupt:
-            self.stop = T.Stop(T.INTERRUPTED, "interrupted; pending nodes resume with --resume " + self.run_id)
+            self.stop = T.Stop(
+                T.INTERRUPTED, "interrupted; pending nodes resume with --resume " + self.run_id
+            )
             for f in [*gens, *evals]:
                 f.cancel()
         finally:
@@ -197,15 +242,27 @@ class SearchEngine:
         """Create or reload the run; return the nodes to evaluate first."""
         if self.resume_id is None:
             seeds = self._seed_nodes()
-            self.memory.start_run(RunInfo(run_id=self.run_id, spec_key=self.spec_key, spec_path=self.spec_path,
-                                          platform=self.platform, policy=self.cfg.policy,
-                                          config=self.cfg.to_dict()))
+            self.memory.start_run(
+                RunInfo(
+                    run_id=self.run_id,
+                    spec_key=self.spec_key,
+                    spec_path=self.spec_path,
+                    platform=self.platform,
+                    policy=self.cfg.policy,
+                    config=self.cfg.to_dict(),
+                )
+            )
             for n in seeds:
                 self.tree.add(n)
                 self.memory.save_node(n)
                 self._seed_ids.append(n.id)
-            log.info("run %s: %d seed(s), policy %s, operator %s", self.run_id, len(seeds), self.cfg.policy,
-                     self.operator.name)
+            log.info(
+                "run %s: %d seed(s), policy %s, operator %s",
+                self.run_id,
+                len(seeds),
+                self.cfg.policy,
+                self.operator.name,
+            )
             return seeds
         nodes = self.memory.run_history(self.run_id)
         self.memory.mark_running(self.run_id)
@@ -222,23 +279,43 @@ class SearchEngine:
             if n.error_class:
                 self.failures[n.error_class] += 1
         pending = [n for n in nodes if not n.evaluated and n.source is not None]
-        log.info("resuming run %s: %d finished node(s), %d pending re-submitted", self.run_id, len(finished),
-                 len(pending))
+        log.info(
+            "resuming run %s: %d finished node(s), %d pending re-submitted",
+            self.run_id,
+            len(finished),
+            len(pending),
+        )
         return pending
 
     def _job(self, node: Node) -> EvalJob:
-        return EvalJob(spec_path=self.spec_path, candidate_source=node.source or "", device=self.cfg.device,
-                       trials=self.cfg.trials, timeout_s=self.cfg.timeout_s, overrides=dict(self.cfg.overrides),
-                       platform=self.platform, job_id=node.id)
+        return EvalJob(
+            spec_path=self.spec_path,
+            candidate_source=node.source or "",
+            device=self.cfg.device,
+            trials=self.cfg.trials,
+            timeout_s=self.cfg.timeout_s,
+            overrides=dict(self.cfg.overrides),
+            platform=self.platform,
+            job_id=node.id,
+        )
 
     def _context(self, sel: Selection) -> OperatorContext:
-        best, fails = self.memory.past_attempts(self.spec_key, self.platform, k=2, n_failures=3,
-                                                exclude_ids=[p.id for p in sel.parents])
-        return OperatorContext(spec_path=self.spec_path, spec_source=self.spec_source, spec_key=self.spec_key,
-                               platform=self.platform, arch=self.arch, parents=list(sel.parents),
-                               seen_hashes=frozenset(self.tree.source_hashes()), past_best=best,
-                               past_failures=fails, overrides=dict(self.cfg.overrides),
-                               seed=self.rng.getrandbits(32))
+        best, fails = self.memory.past_attempts(
+            self.spec_key, self.platform, k=2, n_failures=3, exclude_ids=[p.id for p in sel.parents]
+        )
+        return OperatorContext(
+            spec_path=self.spec_path,
+            spec_source=self.spec_source,
+            spec_key=self.spec_key,
+            platform=self.platform,
+            arch=self.arch,
+            parents=list(sel.parents),
+            seen_hashes=frozenset(self.tree.source_hashes()),
+            past_best=best,
+            past_failures=fails,
+            overrides=dict(self.cfg.overrides),
+            seed=self.rng.getrandbits(32),
+        )
 
     def _fill(self, pool: ThreadPoolExecutor, gens: dict, evals: dict) -> None:
         cap = self.evaluator.capacity
@@ -263,7 +340,9 @@ class SearchEngine:
             return self.operator.propose(ctx)
         except Exception as exc:  # an operator bug becomes a recorded node, not a dead search
             log.exception("operator %s raised", self.operator.name)
-            return Proposal(self.operator.name, error_class="operator_error", diagnosis=f"{type(exc).__name__}: {exc}")
+            return Proposal(
+                self.operator.name, error_class="operator_error", diagnosis=f"{type(exc).__name__}: {exc}"
+            )
 
     def _take(self, prop: Proposal, sel: Selection) -> Node | None:
         """Turn a proposal into a node: pending (to evaluate), a recorded failure, or nothing (discarded)."""
@@ -277,17 +356,31 @@ class SearchEngine:
                 if prop.operator.startswith("offline"):
                     self.policy.release(sel, self.tree)
                     return self._discard(f"proposal identical to node {dup.id}")
-                prop = Proposal(prop.operator, prompt=prop.prompt, response=prop.response, error_class="duplicate",
-                                diagnosis=f"the candidate is identical to node {dup.id}; nothing was changed",
-                                prompt_tokens=prop.prompt_tokens, completion_tokens=prop.completion_tokens,
-                                meta=prop.meta)
+                prop = Proposal(
+                    prop.operator,
+                    prompt=prop.prompt,
+                    response=prop.response,
+                    error_class="duplicate",
+                    diagnosis=f"the candidate is identical to node {dup.id}; nothing was changed",
+                    prompt_tokens=prop.prompt_tokens,
+                    completion_tokens=prop.completion_tokens,
+                    meta=prop.meta,
+                )
         self._discards = 0
         meta = dict(prop.meta)
         if prop.source is not None and prop.diagnosis:
             meta["note"] = prop.diagnosis
-        node = self._node(prop.operator, parents, source=prop.source, prompt=prop.prompt, response=prop.response,
-                          prompt_tokens=prop.prompt_tokens, completion_tokens=prop.completion_tokens,
-                          island=sel.island if sel.island is not None else _island_of(sel), meta=meta)
+        node = self._node(
+            prop.operator,
+            parents,
+            source=prop.source,
+            prompt=prop.prompt,
+            response=prop.response,
+            prompt_tokens=prop.prompt_tokens,
+            completion_tokens=prop.completion_tokens,
+            island=sel.island if sel.island is not None else _island_of(sel),
+            meta=meta,
+        )
         self.term.add_tokens(prop.prompt_tokens + prop.completion_tokens)
         self.tree.add(node)
         if prop.source is None:
@@ -318,14 +411,22 @@ class SearchEngine:
             if not node.passed:
                 log.warning("seed %s failed: %s", node.meta.get("path", node.id), result.summary())
             seeds = [self.tree[i] for i in self._seed_ids]
-            if (self.stop is None and all(s.evaluated for s in seeds) and not any(s.passed for s in seeds)
-                    and not self.operator.can_repair):
-                why = "; ".join(f"{s.meta.get('path', s.id)}: {s.result.summary() if s.result else s.status}"
-                                for s in seeds)
-                self.stop = T.Stop(T.SEEDS_FAILED, f"every seed failed and the offline tuner cannot repair code: {why}")
+            if (
+                self.stop is None
+                and all(s.evaluated for s in seeds)
+                and not any(s.passed for s in seeds)
+                and not self.operator.can_repair
+            ):
+                why = "; ".join(
+                    f"{s.meta.get('path', s.id)}: {s.result.summary() if s.result else s.status}"
+                    for s in seeds
+                )
+                self.stop = T.Stop(
+                    T.SEEDS_FAILED, f"every seed failed and the offline tuner cannot repair code: {why}"
+                )
 
     def _record(self, node: Node) -> None:
-        self.memory.save_node(node)   # committed: from here a SIGKILL cannot lose this node
+        self.memory.save_node(node)  # committed: from here a SIGKILL cannot lose this node
         if node.error_class:
             self.failures[node.error_class] += 1
         self.policy.observe(node, self.tree)
@@ -341,13 +442,25 @@ class SearchEngine:
     def _conclude(self) -> Run:
         stop = self.stop or T.Stop("unknown", "the loop ended without a rule")
         failed_rules = {T.BAD_SPEC, T.LLM_FATAL, T.SEEDS_FAILED}
-        status = "failed" if stop.rule in failed_rules else ("interrupted" if stop.rule == T.INTERRUPTED else "finished")
+        status = (
+            "failed"
+            if stop.rule in failed_rules
+            else ("interrupted" if stop.rule == T.INTERRUPTED else "finished")
+        )
         self.memory.finish_run(self.run_id, status=status, stop_rule=stop.rule, stop_message=stop.message)
         log.info("run %s stopped: %s (%s)", self.run_id, stop.rule, stop.message)
-        run = Run(run_id=self.run_id, run_dir=Path(self.cfg.run_dir) / self.run_id, config=self.cfg,
-                  spec_key=self.spec_key, platform=self.platform, tree=self.tree, stop=stop,
-                  memory_path=self.memory.path, operator=self.operator.name,
-                  failures_by_class=self.memory.failures_by_class(self.spec_key, self.platform))
+        run = Run(
+            run_id=self.run_id,
+            run_dir=Path(self.cfg.run_dir) / self.run_id,
+            config=self.cfg,
+            spec_key=self.spec_key,
+            platform=self.platform,
+            tree=self.tree,
+            stop=stop,
+            memory_path=self.memory.path,
+            operator=self.operator.name,
+            failures_by_class=self.memory.failures_by_class(self.spec_key, self.platform),
+        )
         try:
             run.write_artifacts()
         except Exception:  # the memory already holds everything; a plotting failure must not hide the result

@@ -1,4 +1,5 @@
 """The search graph: nodes (candidates) joined by parent links, in creation order."""
+
 from __future__ import annotations
 
 from typing import Iterator

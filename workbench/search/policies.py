@@ -4,6 +4,7 @@ Each policy sees finished nodes through `observe` (in finish order; on resume th
 run's history through it) and answers `select` with the parent(s) for the next candidate:
 no parent (draft from the spec), one (mutate / repair / tune), or two (crossover).
 """
+
 from __future__ import annotations
 
 import abc
@@ -33,8 +34,9 @@ class Policy(abc.ABC):
 
     name = "policy"
 
-    def __init__(self, *, rng: random.Random | None = None, can_draft: bool = False,
-                 crossover: bool = False) -> None:
+    def __init__(
+        self, *, rng: random.Random | None = None, can_draft: bool = False, crossover: bool = False
+    ) -> None:
         self.rng = rng or random.Random(0)
         self.can_draft = can_draft
         self.crossover = crossover
@@ -43,10 +45,10 @@ class Policy(abc.ABC):
     def select(self, tree: Tree) -> Selection | None:
         """The next expansion, or None when there is nothing to expand until a result arrives."""
 
-    def observe(self, node: Node, tree: Tree) -> None:
+    def observe(self, node: Node, tree: Tree) -> None:  # noqa: B027 - optional hook
         """A node finished (evaluated, or recorded as a generation failure)."""
 
-    def release(self, sel: Selection, tree: Tree) -> None:
+    def release(self, sel: Selection, tree: Tree) -> None:  # noqa: B027 - optional hook
         """A selection produced no node (the proposal was discarded): undo any bookkeeping of `select`."""
 
     def _fallback(self, tree: Tree) -> Selection | None:
@@ -169,15 +171,23 @@ class EvolvePolicy(Policy):
 
     name = "evolve"
 
-    def __init__(self, *, islands: int = 3, tournament: int = 3, population: int = 8,
-                 migration_every: int = 6, crossover_rate: float = 0.3, **kw: object) -> None:
+    def __init__(
+        self,
+        *,
+        islands: int = 3,
+        tournament: int = 3,
+        population: int = 8,
+        migration_every: int = 6,
+        crossover_rate: float = 0.3,
+        **kw: object,
+    ) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         if islands < 1 or tournament < 1 or population < 1 or migration_every < 1:
             raise ValueError("islands, tournament, population and migration_every must be >= 1")
         self.n_islands, self.tournament, self.population = islands, tournament, population
         self.migration_every, self.crossover_rate = migration_every, crossover_rate
         self.islands: list[list[str]] = [[] for _ in range(islands)]
-        self.migrations: list[tuple[int, int, str]] = []   # (from island, to island, node id)
+        self.migrations: list[tuple[int, int, str]] = []  # (from island, to island, node id)
         self._turn = 0
         self._seeds_seen = 0
         self._finished = 0
@@ -198,7 +208,7 @@ class EvolvePolicy(Policy):
         if node.id not in members:
             members.append(node.id)
         members.sort(key=lambda i: (-tree[i].fitness, tree[i].seq))
-        del members[self.population:]
+        del members[self.population :]
 
     def _migrate(self, tree: Tree) -> None:
         bests = [max(m, key=lambda i: (tree[i].fitness, -tree[i].seq)) if m else None for m in self.islands]

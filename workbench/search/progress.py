@@ -1,4 +1,5 @@
 """The search's progress bar: best fitness, evaluations, failures by class, work in flight per worker."""
+
 from __future__ import annotations
 
 import sys
@@ -14,9 +15,16 @@ class Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=engine.cfg.budget, initial=engine.term.done, unit="eval",
-                            desc=f"optimize {engine.spec_key.split('@')[0]}", file=sys.stderr,
-                            dynamic_ncols=True, leave=True, mininterval=0.5)
+            self.bar = tqdm(
+                total=engine.cfg.budget,
+                initial=engine.term.done,
+                unit="eval",
+                desc=f"optimize {engine.spec_key.split('@')[0]}",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                leave=True,
+                mininterval=0.5,
+            )
 
     def update(self) -> None:
         if self.bar is None:
@@ -29,9 +37,11 @@ class Progress:
             busy = e.evaluator.in_flight()
         except Exception:  # a progress bar must never break the search
             busy = {}
-        self.bar.set_postfix_str(f"best={e.term.best:.4g} evals={sum(1 for n in e.tree if n.evaluated)} fails={fails} "
-                                 f"busy={','.join(f'{k}:{v}' for k, v in sorted(busy.items())) or '-'}",
-                                 refresh=False)
+        self.bar.set_postfix_str(
+            f"best={e.term.best:.4g} evals={sum(1 for n in e.tree if n.evaluated)} fails={fails} "
+            f"busy={','.join(f'{k}:{v}' for k, v in sorted(busy.items())) or '-'}",
+            refresh=False,
+        )
         now = time.monotonic()
         if now - self._last >= 0.5:  # in-flight changes show without flooding a log file
             self._last = now

@@ -2,6 +2,7 @@
 
 `Run.load(run_id)` rebuilds one from the context memory, so a notebook can browse any past run.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -67,10 +68,23 @@ class Run:
         t0 = min((n.created_at for n in self.tree), default=0.0)
         for i, n in enumerate(nodes, 1):
             best = max(best, n.fitness)
-            rows.append({"evaluation": i, "node": n.id, "seq": n.seq, "operator": n.operator, "status": n.status,
-                         "fitness": n.fitness, "best_so_far": best, "speedup": n.speedup,
-                         "runtime_us": n.runtime_us, "parents": ",".join(n.parents), "island": n.island,
-                         "t_s": (n.evaluated_at or t0) - t0, "change": _change(n)})
+            rows.append(
+                {
+                    "evaluation": i,
+                    "node": n.id,
+                    "seq": n.seq,
+                    "operator": n.operator,
+                    "status": n.status,
+                    "fitness": n.fitness,
+                    "best_so_far": best,
+                    "speedup": n.speedup,
+                    "runtime_us": n.runtime_us,
+                    "parents": ",".join(n.parents),
+                    "island": n.island,
+                    "t_s": (n.evaluated_at or t0) - t0,
+                    "change": _change(n),
+                }
+            )
         return pd.DataFrame(rows)
 
     def diff(self, node_id: str, parent_index: int = 0) -> str:
@@ -79,9 +93,14 @@ class Run:
         if not n.parents or n.parents[parent_index] not in self.tree:
             return ""
         p = self.tree[n.parents[parent_index]]
-        return "".join(difflib.unified_diff((p.source or "").splitlines(keepends=True),
-                                            (n.source or "").splitlines(keepends=True),
-                                            fromfile=f"node {p.id}", tofile=f"node {n.id}"))
+        return "".join(
+            difflib.unified_diff(
+                (p.source or "").splitlines(keepends=True),
+                (n.source or "").splitlines(keepends=True),
+                fromfile=f"node {p.id}",
+                tofile=f"node {n.id}",
+            )
+        )
 
     def lineage(self, node_id: str) -> list[Node]:
         return [*self.tree.ancestors(node_id), self.tree[node_id]]
@@ -94,15 +113,23 @@ class Run:
         lines = [head, "-" * len(head)]
         for n in top:
             rt = f"{n.runtime_us:.1f}" if n.runtime_us is not None else "-"
-            lines.append(f"{n.seq:>4} {n.id:12} {n.operator:17} {n.status:17} {n.fitness:>9.4g} {rt:>11}  "
-                         f"{_change(n)[:60]}")
+            lines.append(
+                f"{n.seq:>4} {n.id:12} {n.operator:17} {n.status:17} {n.fitness:>9.4g} {rt:>11}  "
+                f"{_change(n)[:60]}"
+            )
         fin = self.finished()
         lines.append("")
-        lines.append(f"{len(fin)} nodes finished, {sum(1 for n in fin if n.passed)} passed; failures: "
-                     + (", ".join(f"{k}={v}" for k, v in sorted(self._failures().items())) or "none"))
+        lines.append(
+            f"{len(fin)} nodes finished, {sum(1 for n in fin if n.passed)} passed; failures: "
+            + (", ".join(f"{k}={v}" for k, v in sorted(self._failures().items())) or "none")
+        )
         imp = self.improvement
-        lines.append(f"best fitness {self.best.fitness:.4g} (seed {self.seed_fitness:.4g}"
-                     + (f", {imp:.2f}x the seed)" if imp else ")") if self.best else "no passing candidate")
+        lines.append(
+            f"best fitness {self.best.fitness:.4g} (seed {self.seed_fitness:.4g}"
+            + (f", {imp:.2f}x the seed)" if imp else ")")
+            if self.best
+            else "no passing candidate"
+        )
         lines.append(f"stopped by rule '{self.stop.rule}': {self.stop.message}")
         return "\n".join(lines)
 
@@ -126,36 +153,57 @@ class Run:
             fig = ax.figure
         if len(df):
             df = df.assign(outcome=df["status"].where(df["status"] == "passed", "failed"))
-            sns.scatterplot(data=df, x="evaluation", y="fitness", hue="outcome", style="operator", ax=ax,
-                            palette={"passed": "tab:blue", "failed": "tab:red"}, s=36)
-            ax.step(df["evaluation"], df["best_so_far"], where="post", color="black", lw=1.4, label="best so far")
+            sns.scatterplot(
+                data=df,
+                x="evaluation",
+                y="fitness",
+                hue="outcome",
+                style="operator",
+                ax=ax,
+                palette={"passed": "tab:blue", "failed": "tab:red"},
+                s=36,
+            )
+            ax.step(
+                df["evaluation"], df["best_so_far"], where="post", color="black", lw=1.4, label="best so far"
+            )
             if self.seed_fitness > 0:
                 ax.axhline(self.seed_fitness, color="grey", ls="--", lw=1, label="best seed")
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_xlabel("evaluation (finish order)")
         ax.set_ylabel("fitness (reference / candidate time)")
-        ax.set_title(f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}",
-                     fontsize=9)
+        ax.set_title(
+            f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}",
+            fontsize=9,
+        )
         fig.tight_layout()
         return fig
 
     def report(self) -> str:
         """A short markdown report of the run."""
         best = self.best
-        lines = [f"# Search run `{self.run_id}`", "",
-                 f"- spec: `{self.config.spec_path}` (key `{self.spec_key}`), overrides {self.config.overrides or '{}'}",
-                 f"- platform: {self.platform}; policy: {self.config.policy}; operator: {self.operator}; "
-                 f"evaluator: {self.config.evaluator} x{self.config.workers}",
-                 f"- stopped by **{self.stop.rule}**: {self.stop.message}",
-                 f"- nodes: {len(self.tree)}; passed: {sum(1 for n in self.tree if n.passed)}; failures by class: "
-                 + (", ".join(f"{k} {v}" for k, v in sorted(self._failures().items())) or "none"),
-                 ""]
+        lines = [
+            f"# Search run `{self.run_id}`",
+            "",
+            f"- spec: `{self.config.spec_path}` (key `{self.spec_key}`), "
+            f"overrides {self.config.overrides or '{}'}",
+            f"- platform: {self.platform}; policy: {self.config.policy}; operator: {self.operator}; "
+            f"evaluator: {self.config.evaluator} x{self.config.workers}",
+            f"- stopped by **{self.stop.rule}**: {self.stop.message}",
+            f"- nodes: {len(self.tree)}; passed: {sum(1 for n in self.tree if n.passed)}; failures by class: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(self._failures().items())) or "none"),
+            "",
+        ]
         if best is not None:
             imp = self.improvement
-            lines += [f"Best node `{best.id}`: fitness **{best.fitness:.4g}** "
-                      f"(best seed {self.seed_fitness:.4g}" + (f"; {imp:.2f}x the seed)" if imp else ")")
-                      + f", runtime {best.runtime_us} us. Kernel: `best_kernel.py`.", "",
-                      "Lineage of the best node:", ""]
+            lines += [
+                f"Best node `{best.id}`: fitness **{best.fitness:.4g}** "
+                f"(best seed {self.seed_fitness:.4g}"
+                + (f"; {imp:.2f}x the seed)" if imp else ")")
+                + f", runtime {best.runtime_us} us. Kernel: `best_kernel.py`.",
+                "",
+                "Lineage of the best node:",
+                "",
+            ]
             for n in self.lineage(best.id):
                 lines.append(f"1. `{n.id}` {n.operator}: fitness {n.fitness:.4g} {_change(n)}")
         else:
@@ -173,10 +221,21 @@ class Run:
             out["best_kernel"] = d / "best_kernel.py"
             out["best_kernel"].write_text(best.source, encoding="utf-8")
         out["tree"] = d / "tree.json"
-        out["tree"].write_text(json.dumps({
-            "run_id": self.run_id, "spec_key": self.spec_key, "platform": self.platform,
-            "stop": {"rule": self.stop.rule, "message": self.stop.message},
-            "best": best.id if best else None, **self.tree.to_json()}, indent=1, default=str), encoding="utf-8")
+        out["tree"].write_text(
+            json.dumps(
+                {
+                    "run_id": self.run_id,
+                    "spec_key": self.spec_key,
+                    "platform": self.platform,
+                    "stop": {"rule": self.stop.rule, "message": self.stop.message},
+                    "best": best.id if best else None,
+                    **self.tree.to_json(),
+                },
+                indent=1,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
         out["config"] = d / "config.json"
         out["config"].write_text(json.dumps(self.config.to_dict(), indent=1, default=str), encoding="utf-8")
         out["plot"] = d / "fitness.png"
@@ -206,14 +265,25 @@ class Run:
             fails = mem.failures_by_class(info.spec_key, info.platform)
         cfg = SearchConfig.from_dict(info.config)
         stop = Stop(info.stop_rule or "running", info.stop_message or info.status)
-        return cls(run_id=run_id, run_dir=Path(run_dir) / run_id, config=cfg, spec_key=info.spec_key,
-                   platform=info.platform, tree=tree, stop=stop, memory_path=path,
-                   operator="offline" if cfg.llm == "none" else f"llm:{cfg.llm}", failures_by_class=fails)
+        return cls(
+            run_id=run_id,
+            run_dir=Path(run_dir) / run_id,
+            config=cfg,
+            spec_key=info.spec_key,
+            platform=info.platform,
+            tree=tree,
+            stop=stop,
+            memory_path=path,
+            operator="offline" if cfg.llm == "none" else f"llm:{cfg.llm}",
+            failures_by_class=fails,
+        )
 
     def __repr__(self) -> str:
         best = self.best
-        return (f"Run({self.run_id!r}, nodes={len(self.tree)}, best={best.fitness if best else None}, "
-                f"stop={self.stop.rule!r})")
+        return (
+            f"Run({self.run_id!r}, nodes={len(self.tree)}, best={best.fitness if best else None}, "
+            f"stop={self.stop.rule!r})"
+        )
 
 
 def _change(n: Node) -> str:

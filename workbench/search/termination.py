@@ -1,4 +1,5 @@
 """When a search stops, and which rule said so."""
+
 from __future__ import annotations
 
 import time
@@ -15,11 +16,11 @@ class Stop:
 
 
 # Rules the engine itself raises (beyond the configured limits below).
-SPACE_EXHAUSTED = "space_exhausted"     # the operator can propose nothing new
-LLM_FATAL = "llm_unavailable"           # unreachable endpoint, bad key, bad provider config
-BAD_SPEC = "bad_spec"                   # the harness could not load or run the spec
-SEEDS_FAILED = "seeds_failed"           # every seed failed and the operator cannot repair code
-INTERRUPTED = "interrupted"             # Ctrl-C
+SPACE_EXHAUSTED = "space_exhausted"  # the operator can propose nothing new
+LLM_FATAL = "llm_unavailable"  # unreachable endpoint, bad key, bad provider config
+BAD_SPEC = "bad_spec"  # the harness could not load or run the spec
+SEEDS_FAILED = "seeds_failed"  # every seed failed and the operator cannot repair code
+INTERRUPTED = "interrupted"  # Ctrl-C
 
 
 @dataclass
@@ -49,10 +50,18 @@ class Limits:
 class Termination:
     """Tracks the counters the rules read. The engine calls `record` for each finished node."""
 
-    def __init__(self, limits: Limits, *, done: int = 0, tokens: int = 0, best: float = 0.0,
-                 since_best: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        done: int = 0,
+        tokens: int = 0,
+        best: float = 0.0,
+        since_best: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.limits = limits
-        self.done = done              # finished nodes after the seeds
+        self.done = done  # finished nodes after the seeds
         self.tokens = tokens
         self.best = best
         self.since_best = since_best
@@ -84,7 +93,9 @@ class Termination:
         """The first rule that fires now, or None."""
         lim = self.limits
         if lim.fitness_target is not None and self.best >= lim.fitness_target:
-            return Stop("fitness_target", f"fitness {self.best:.4g} reached the target {lim.fitness_target:g}")
+            return Stop(
+                "fitness_target", f"fitness {self.best:.4g} reached the target {lim.fitness_target:g}"
+            )
         if lim.max_evals is not None and self.done >= lim.max_evals:
             return Stop("budget_evals", f"evaluation budget of {lim.max_evals} spent")
         if lim.max_tokens is not None and self.tokens >= lim.max_tokens:

@@ -10,6 +10,7 @@ Everything is read with `ast`; the candidate is never imported here (it imports 
 broken). `tunables_valid` is compiled on its own with a small set of builtins and the module's literal
 constants: a predicate that needs more than that is reported and ignored.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,10 +23,35 @@ from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
-_SAFE_BUILTINS = {name: getattr(builtins, name) for name in (
-    "abs", "all", "any", "bool", "dict", "divmod", "float", "int", "isinstance", "len", "list", "max",
-    "min", "pow", "range", "round", "set", "sorted", "str", "sum", "tuple", "zip", "ValueError", "KeyError",
-)}
+_SAFE_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in (
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "divmod",
+        "float",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "pow",
+        "range",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "zip",
+        "ValueError",
+        "KeyError",
+    )
+}
 
 
 class TunablesError(ValueError):
@@ -38,7 +64,7 @@ class TunableSpace:
 
     choices: dict[str, list[Any]]
     current: dict[str, Any]
-    spans: dict[str, tuple[int, int]]            # NAME -> (start, end) character offsets of its value
+    spans: dict[str, tuple[int, int]]  # NAME -> (start, end) character offsets of its value
     predicate: Callable[[dict[str, Any]], bool] | None = None
     predicate_error: str | None = None
     constants: dict[str, Any] = field(default_factory=dict)
@@ -97,8 +123,9 @@ def parse_tunables(source: str) -> TunableSpace:
             except (ValueError, SyntaxError, TypeError):
                 continue  # not a literal: neither a tunable nor a usable constant
             if name == "TUNABLES":
-                if not isinstance(value, dict) or not all(isinstance(v, (list, tuple)) and v
-                                                          for v in value.values()):
+                if not isinstance(value, dict) or not all(
+                    isinstance(v, (list, tuple)) and v for v in value.values()
+                ):
                     raise TunablesError("TUNABLES must map each name to a non-empty list of allowed values")
                 choices = {str(k): list(v) for k, v in value.items()}
                 continue
@@ -109,20 +136,29 @@ def parse_tunables(source: str) -> TunableSpace:
         elif isinstance(stmt, ast.FunctionDef) and stmt.name == "tunables_valid":
             pred_node = stmt
     if choices is None:
-        raise TunablesError("no module-level TUNABLES = {...} literal: the offline operator has nothing to tune")
+        raise TunablesError(
+            "no module-level TUNABLES = {...} literal: the offline operator has nothing to tune"
+        )
     missing = [k for k in choices if k not in literals]
     if missing:
-        raise TunablesError(f"TUNABLES names without a module-level `NAME = <literal>` line: {', '.join(missing)}")
+        raise TunablesError(
+            f"TUNABLES names without a module-level `NAME = <literal>` line: {', '.join(missing)}"
+        )
     current = {k: literals[k][0] for k in choices}
-    space = TunableSpace(choices=choices, current=current, spans={k: literals[k][1] for k in choices},
-                         constants={k: v for k, (v, _) in literals.items()})
+    space = TunableSpace(
+        choices=choices,
+        current=current,
+        spans={k: literals[k][1] for k in choices},
+        constants={k: v for k, (v, _) in literals.items()},
+    )
     if pred_node is not None:
         space.predicate, space.predicate_error = _compile_predicate(pred_node, space.constants)
     return space
 
 
-def _compile_predicate(fn: ast.FunctionDef, constants: dict[str, Any]
-                       ) -> tuple[Callable[[dict[str, Any]], bool] | None, str | None]:
+def _compile_predicate(
+    fn: ast.FunctionDef, constants: dict[str, Any]
+) -> tuple[Callable[[dict[str, Any]], bool] | None, str | None]:
     fn = copy.deepcopy(fn)
     fn.decorator_list, fn.returns = [], None
     for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg):
@@ -141,8 +177,11 @@ def _compile_predicate(fn: ast.FunctionDef, constants: dict[str, Any]
 
 def apply_config(source: str, space: TunableSpace, cfg: dict[str, Any]) -> str:
     """The source with each tunable's `NAME = literal` value replaced by `cfg[NAME]` (other text kept)."""
-    edits = sorted(((space.spans[k], repr(v)) for k, v in cfg.items() if k in space.spans and v != space.current[k]),
-                   key=lambda e: e[0][0], reverse=True)
+    edits = sorted(
+        ((space.spans[k], repr(v)) for k, v in cfg.items() if k in space.spans and v != space.current[k]),
+        key=lambda e: e[0][0],
+        reverse=True,
+    )
     out = source
     for (start, end), text in edits:
         out = out[:start] + text + out[end:]

@@ -1,4 +1,5 @@
 """Operators turn parent nodes into new candidates: the universal LLM operator and the offline tuner."""
+
 from __future__ import annotations
 
 import random
@@ -8,8 +9,17 @@ from workbench.search.operators.base import Operator, OperatorContext, Proposal
 from workbench.search.operators.offline import OfflineTuningOperator, has_tunables
 from workbench.search.operators.universal import LLMOperator, UniversalPromptBuilder, load_template
 
-__all__ = ["LLMOperator", "OfflineTuningOperator", "Operator", "OperatorContext", "OperatorMix", "Proposal",
-           "UniversalPromptBuilder", "has_tunables", "load_template"]
+__all__ = [
+    "LLMOperator",
+    "OfflineTuningOperator",
+    "Operator",
+    "OperatorContext",
+    "OperatorMix",
+    "Proposal",
+    "UniversalPromptBuilder",
+    "has_tunables",
+    "load_template",
+]
 
 
 class OperatorMix(Operator):
@@ -19,14 +29,19 @@ class OperatorMix(Operator):
 
     name = "mix"
 
-    def __init__(self, llm: LLMOperator, offline: OfflineTuningOperator, *, offline_share: float = 0.25) -> None:
+    def __init__(
+        self, llm: LLMOperator, offline: OfflineTuningOperator, *, offline_share: float = 0.25
+    ) -> None:
         self.llm, self.offline, self.offline_share = llm, offline, offline_share
         self.can_draft, self.supports_crossover, self.can_repair = True, True, True
 
     def propose(self, ctx: OperatorContext) -> Proposal:
         rng = random.Random(ctx.seed ^ 0x5EED)
-        if (ctx.parents and all(p.passed and has_tunables(p.source) for p in ctx.parents)
-                and rng.random() < self.offline_share):
+        if (
+            ctx.parents
+            and all(p.passed and has_tunables(p.source) for p in ctx.parents)
+            and rng.random() < self.offline_share
+        ):
             prop = self.offline.propose(ctx)
             if prop.source is not None:
                 return prop
@@ -36,8 +51,14 @@ class OperatorMix(Operator):
         self.llm.close()
 
 
-def make_operator(llm: str = "none", *, retriever: Any = "auto", offline_share: float = 0.25,
-                  template: str = "universal_v1", **llm_cfg: Any) -> Operator:
+def make_operator(
+    llm: str = "none",
+    *,
+    retriever: Any = "auto",
+    offline_share: float = 0.25,
+    template: str = "universal_v1",
+    **llm_cfg: Any,
+) -> Operator:
     """`none`: the offline tuner alone (the embedded default). A provider name: the universal LLM
     operator with the tuner beside it."""
     offline = OfflineTuningOperator()

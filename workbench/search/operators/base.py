@@ -1,4 +1,5 @@
 """The operator interface: a context in, one proposed candidate (or a recorded reason why not) out."""
+
 from __future__ import annotations
 
 import abc
@@ -15,14 +16,14 @@ class OperatorContext:
     spec_path: str
     spec_source: str
     spec_key: str
-    platform: str                                  # label, e.g. "cpu" or "cuda:sm_90"
-    arch: str                                      # e.g. "cpu-interpreter", "sm_90"
+    platform: str  # label, e.g. "cpu" or "cuda:sm_90"
+    arch: str  # e.g. "cpu-interpreter", "sm_90"
     parents: list[Node] = field(default_factory=list)
-    seen_hashes: frozenset[str] = frozenset()      # candidate sources already in the graph
-    past_best: list[Node] = field(default_factory=list)       # from the context memory
-    past_failures: list[Node] = field(default_factory=list)   # from the context memory
+    seen_hashes: frozenset[str] = frozenset()  # candidate sources already in the graph
+    past_best: list[Node] = field(default_factory=list)  # from the context memory
+    past_failures: list[Node] = field(default_factory=list)  # from the context memory
     overrides: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0                                  # per-proposal RNG seed (reproducible runs)
+    seed: int = 0  # per-proposal RNG seed (reproducible runs)
 
 
 @dataclass
@@ -38,21 +39,20 @@ class Proposal:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
-    fatal: bool = False        # the operator cannot work at all (unreachable endpoint, bad key): stop
-    exhausted: bool = False    # nothing new to propose from these parents (tuning space done)
+    fatal: bool = False  # the operator cannot work at all (unreachable endpoint, bad key): stop
+    exhausted: bool = False  # nothing new to propose from these parents (tuning space done)
 
 
 class Operator(abc.ABC):
     """Turns parent node(s) into a new candidate. Must not raise: failures come back as Proposals."""
 
     name = "operator"
-    can_draft = False          # can write a candidate from the spec alone
+    can_draft = False  # can write a candidate from the spec alone
     supports_crossover = False  # accepts two parents
-    can_repair = False         # can fix a candidate that fails (rewrite code, not just parameters)
+    can_repair = False  # can fix a candidate that fails (rewrite code, not just parameters)
 
     @abc.abstractmethod
-    def propose(self, ctx: OperatorContext) -> Proposal:
-        ...
+    def propose(self, ctx: OperatorContext) -> Proposal: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, most operators hold nothing
         pass

@@ -3,8 +3,10 @@
 Mutation moves one or two tunables (mostly to a neighbouring allowed value, sometimes anywhere);
 crossover takes each tunable from either parent. Configs that `tunables_valid` rejects or whose
 rewritten source is already in the graph are skipped; when random moves stop finding new configs
-the operator enumerates the remaining space nearest the parent first, and reports exhaustion when none is left.
+the operator enumerates the remaining space nearest the parent first, and reports exhaustion
+when none is left.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -18,7 +20,7 @@ from workbench.search.tunables import TunablesError, TunableSpace, apply_config,
 
 log = logging.getLogger(__name__)
 
-_ENUMERATE_LIMIT = 20000   # configs; larger spaces are only sampled
+_ENUMERATE_LIMIT = 20000  # configs; larger spaces are only sampled
 
 
 def has_tunables(source: str | None) -> bool:
@@ -63,8 +65,11 @@ class OfflineTuningOperator(Operator):
     def propose(self, ctx: OperatorContext) -> Proposal:
         kind = "offline-crossover" if len(ctx.parents) > 1 else "offline"
         if not ctx.parents or ctx.parents[0].source is None:
-            return Proposal(kind, error_class="no_parent",
-                            diagnosis="the offline tuning operator needs a parent kernel (a seed) to tune")
+            return Proposal(
+                kind,
+                error_class="no_parent",
+                diagnosis="the offline tuning operator needs a parent kernel (a seed) to tune",
+            )
         parent = ctx.parents[0]
         try:
             space = parse_tunables(parent.source)
@@ -77,8 +82,10 @@ class OfflineTuningOperator(Operator):
                 other = parse_tunables(ctx.parents[1].source).current
             except TunablesError:
                 other = {}
-            base = {k: (other[k] if k in other and other[k] in space.choices[k] and rng.random() < 0.5 else v)
-                    for k, v in base.items()}
+            base = {
+                k: (other[k] if k in other and other[k] in space.choices[k] and rng.random() < 0.5 else v)
+                for k, v in base.items()
+            }
         for attempt in range(self.max_tries):
             # crossover keeps its mix on the first try; every later try (and plain mutation) moves
             cfg = base if (attempt == 0 and base != space.current) else self._mutate(space, base, rng)
@@ -87,27 +94,33 @@ class OfflineTuningOperator(Operator):
                 return self._proposal(kind, space, found, cfg, attempt)
         cfg = self._nearest_unseen(ctx, space, parent.source, rng)
         if cfg is None:
-            return Proposal(kind, error_class="space_exhausted", exhausted=True,
-                            diagnosis=f"every valid configuration of the {space.size()} in the tuning space "
-                                      f"of node {parent.id} is already in the graph")
+            return Proposal(
+                kind,
+                error_class="space_exhausted",
+                exhausted=True,
+                diagnosis=f"every valid configuration of the {space.size()} in the tuning space "
+                f"of node {parent.id} is already in the graph",
+            )
         return self._proposal(kind, space, apply_config(parent.source, space, cfg), cfg, self.max_tries)
 
-    def _accept(self, ctx: OperatorContext, space: TunableSpace, source: str,
-                cfg: dict[str, Any]) -> str | None:
+    def _accept(
+        self, ctx: OperatorContext, space: TunableSpace, source: str, cfg: dict[str, Any]
+    ) -> str | None:
         if cfg == space.current or not space.valid(cfg):
             return None
         new = apply_config(source, space, cfg)
         return None if content_hash(new) in ctx.seen_hashes else new
 
-    def _nearest_unseen(self, ctx: OperatorContext, space: TunableSpace, source: str,
-                        rng: random.Random) -> dict[str, Any] | None:
+    def _nearest_unseen(
+        self, ctx: OperatorContext, space: TunableSpace, source: str, rng: random.Random
+    ) -> dict[str, Any] | None:
         if space.size() > _ENUMERATE_LIMIT:
             return None
         keys = list(space.choices)
         best: list[dict[str, Any]] = []
         best_d = None
         for values in itertools.product(*(space.choices[k] for k in keys)):
-            cfg = dict(zip(keys, values))
+            cfg = dict(zip(keys, values, strict=True))
             d = sum(cfg[k] != space.current[k] for k in keys)
             if best_d is not None and d > best_d:
                 continue
@@ -119,8 +132,14 @@ class OfflineTuningOperator(Operator):
                 best.append(cfg)
         return rng.choice(best) if best else None
 
-    def _proposal(self, kind: str, space: TunableSpace, source: str, cfg: dict[str, Any], tries: int) -> Proposal:
+    def _proposal(
+        self, kind: str, space: TunableSpace, source: str, cfg: dict[str, Any], tries: int
+    ) -> Proposal:
         changed = {k: [space.current[k], v] for k, v in cfg.items() if v != space.current[k]}
         desc = ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
-        return Proposal(kind, source=source, diagnosis=f"tuned: {desc}",
-                        meta={"config": cfg, "changed": changed, "tries": tries})
+        return Proposal(
+            kind,
+            source=source,
+            diagnosis=f"tuned: {desc}",
+            meta={"config": cfg, "changed": changed, "tries": tries},
+        )
