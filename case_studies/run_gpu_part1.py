@@ -103,6 +103,47 @@ def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
     return out
 
 
+_TMA_PROBE = """
+import torch
+from case_studies.conv1d.kernel import conv1d, tma_supported
+from case_studies.conv1d.reference import conv1d_reference
+torch.manual_seed(0)
+for (b, ci, co, l, k, p, cfg) in [(4, 32, 32, 64, 3, 1, {}), (3, 96, 96, 200, 5, 2, {}),
+                                  (2048, 96, 96, 200, 3, 1, None)]:
+    for dt in (torch.float16, torch.float32):
+        x = torch.randn(b, ci, l, device="cuda", dtype=dt)
+        w = torch.randn(co, ci, k, device="cuda", dtype=dt) / (ci * k) ** 0.5
+        bias = torch.randn(co, device="cuda", dtype=dt)
+        assert tma_supported(x, w, 1)
+        y = conv1d(x, w, bias, 1, p, config=cfg, path="tma")
+        r = conv1d_reference(x, w, bias, 1, p)
+        torch.cuda.synchronize()
+        err = (y.float() - r.float()).abs().max().item()
+        print("TMA", b, ci, co, l, k, dt, "max abs err", err)
+        assert err < 2e-2, err
+"""
+
+
+def _probe_tma(timeout_s: float = 150.0) -> dict[str, Any]:
+    """Launch the TMA path in a child process first: an illegal instruction poisons the CUDA context of
+    the process it happens in, and the rest of the run must survive it (falling back to the gather path)."""
+    import os
+    import subprocess
+
+    try:
+        r = subprocess.run([sys.executable, "-c", _TMA_PROBE], capture_output=True, text=True, timeout=timeout_s)
+        ok, tail = r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    except subprocess.TimeoutExpired as e:
+        ok, tail = False, f"timeout after {timeout_s} s: {e}"
+    if not ok:
+        os.environ["CONV1D_DISABLE_TMA"] = "1"
+        from case_studies.conv1d import kernel as ck
+
+        ck.TMA_ENABLED = False
+    log.info("TMA probe %s\n%s", "ok" if ok else "FAILED: conv1d falls back to the gather kernel", tail)
+    return {"ok": ok, "output": tail}
+
+
 def _conv1d_tuning_table() -> list[dict[str, Any]]:
     """Every conv1d TMA autotune config at the production shapes, plain launches (for the README and for
     the offline search to compare against)."""
@@ -113,7 +154,7 @@ def _conv1d_tuning_table() -> list[dict[str, Any]]:
     p = {"B": 2048, "C_in": 96, "C_out": 96, "L": 200, "K": 3, "stride": 1, "padding": 1}
     for dt in ("float16", "float32"):
         inputs = cb.make_inputs(p, getattr(torch, dt), "cuda")
-        for bl, bco, bci, nw, ns in ck.TMA_AUTOTUNE_SPACE:
+        for bl, bco, bci, nw, ns in (ck.TMA_AUTOTUNE_SPACE if ck.TMA_ENABLED else []):
             cfg = {"BLOCK_L": bl, "BLOCK_CO": bco, "BLOCK_CI": bci, "num_warps": nw, "num_stages": ns}
             try:
                 t = bench(lambda cfg=cfg: ck.conv1d(*inputs, config=cfg, path="tma"), warmup_ms=5, rep_ms=20)
@@ -153,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     def save_checks() -> None:
         (out / "checks.json").write_text(json.dumps(checks, indent=1, default=str))
 
+    if "conv1d" in cases:
+        checks["tma_probe"] = _probe_tma()
+        save_checks()
     checks["correctness"] = _gpu_checks()
     save_checks()
     log.info("checks done at %.0f s: %d/%d ok", time.perf_counter() - t0,

@@ -176,32 +176,52 @@ _conv1d_autotuned = triton.autotune(do_bench=_autotune_bench,
 TMA_AUTOTUNE_SPACE = [
     # BLOCK_L, BLOCK_CO, BLOCK_CI, num_warps, num_stages
     (128, 128, 32, 4, 3), (128, 128, 32, 8, 4), (256, 128, 32, 8, 3), (64, 128, 32, 4, 4),
-    (128, 64, 32, 4, 4), (256, 64, 32, 8, 3), (128, 128, 16, 4, 4), (256, 128, 16, 8, 4),
+    (128, 64, 32, 4, 4), (256, 64, 32, 8, 3), (128, 128, 16, 4, 4), (64, 64, 32, 4, 4),
 ]
 TMA_BLOCK_L = 128
+# The first GPU run with device-side descriptors (tl.make_tensor_descriptor) died with "illegal
+# instruction"; host-side descriptors are the path Triton's own Hopper tutorials take. Set
+# CONV1D_DISABLE_TMA=1 to force the gather kernel (run_gpu_part1.py does so if a probe launch fails).
+TMA_ENABLED = os.environ.get("CONV1D_DISABLE_TMA") != "1"
+
+
+def _set_tma_blocks(nargs: dict) -> None:
+    """Autotune pre-hook: a host-side descriptor's box is the config's tile."""
+    nargs["x_desc"].block_shape = [nargs["BLOCK_CI"], nargs["BLOCK_L"]]
+    nargs["w_desc"].block_shape = [nargs["BLOCK_CO"], nargs["BLOCK_CI"]]
 
 
 def tma_autotune_configs() -> list[triton.Config]:
-    return [triton.Config({"BLOCK_L": bl, "BLOCK_CO": bco, "BLOCK_CI": bci}, num_warps=nw, num_stages=ns)
+    return [triton.Config({"BLOCK_L": bl, "BLOCK_CO": bco, "BLOCK_CI": bci}, num_warps=nw, num_stages=ns,
+                          pre_hook=_set_tma_blocks)
             for bl, bco, bci, nw, ns in TMA_AUTOTUNE_SPACE]
 
 
+def _tma_config_fits(kw: dict, c_in: int, c_out: int, l_in: int, ksize: int) -> bool:
+    # a box never wider than the tensor it reads (not known to be legal), never across examples
+    return c_in % kw["BLOCK_CI"] == 0 and kw["BLOCK_L"] <= l_in and kw["BLOCK_CO"] <= ksize * c_out \
+        and kw["BLOCK_CO"] <= max(64, triton.next_power_of_2(c_out))
+
+
 def prune_tma_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    c_in, c_out = named_args["C_in"], named_args["C_out"]
-    keep = [c for c in configs if c_in % c.kwargs["BLOCK_CI"] == 0
-            and c.kwargs["BLOCK_CO"] <= max(64, triton.next_power_of_2(c_out))]
-    return keep or [c for c in configs if c_in % c.kwargs["BLOCK_CI"] == 0]
+    c_in, c_out, l_in = named_args["C_in"], named_args["C_out"], named_args["L_in"]
+    ksize = kwargs.get("KSIZE", named_args.get("KSIZE", 1))
+    keep = [c for c in configs if _tma_config_fits(c.kwargs, c_in, c_out, l_in, ksize)]
+    return keep or [c for c in configs if c_in % c.kwargs["BLOCK_CI"] == 0][:1]
 
 
 @triton.jit
 def _conv1d_tma_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr,
+    x_desc, w_desc, b_ptr, y_ptr,
     B, C_in, L_in, C_out, L_out,
     y_stride_b, y_stride_c, y_stride_l,
     PAD: tl.constexpr, KSIZE: tl.constexpr, HAS_BIAS: tl.constexpr, DOT_PRECISION: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
     PROBES: tl.constexpr = False,
 ):
+    # x_desc: x viewed as [B * C_in, L_in], box [BLOCK_CI, BLOCK_L]; w_desc: packed weights [K, C_out, C_in]
+    # viewed as [K * C_out, C_in], box [BLOCK_CO, BLOCK_CI] (rows past C_out read the next tap's weights:
+    # their outputs are masked at the store; rows past the last tap read zeros).
     pid = tl.program_id(0)
     n_co = tl.cdiv(C_out, BLOCK_CO)
     n_l = tl.cdiv(L_out, BLOCK_L)
@@ -209,12 +229,6 @@ def _conv1d_tma_kernel(
     rest = pid // n_co
     pid_l = rest % n_l
     b = rest // n_l
-    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[B * C_in, L_in], strides=[L_in, 1],
-                                       block_shape=[BLOCK_CI, BLOCK_L])
-    # packed weights [K, C_out, C_in] viewed as [K * C_out, C_in]: rows past C_out read the next tap's
-    # weights (their outputs are masked at the store), rows past the last tap read zeros.
-    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[KSIZE * C_out, C_in], strides=[C_in, 1],
-                                       block_shape=[BLOCK_CO, BLOCK_CI])
     l0 = pid_l * BLOCK_L
     co0 = pid_co * BLOCK_CO
     acc = tl.zeros((BLOCK_CO, BLOCK_L), dtype=tl.float32)
@@ -253,26 +267,17 @@ _conv1d_tma_autotuned = triton.autotune(
     prune_configs_by={"early_config_prune": prune_tma_configs},
 )(_conv1d_tma_kernel)
 
-_allocator_set = False
-
-
-def _ensure_allocator() -> None:
-    """Device-side tensor descriptors need a little global scratch memory per launch."""
-    global _allocator_set
-    if not _allocator_set:
-        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
-        _allocator_set = True
-
 
 def tma_supported(x: torch.Tensor, weight: torch.Tensor, stride: int) -> bool:
-    """Whether the TMA path applies: sm_90+, stride 1, contiguous 16-byte aligned rows, C_in % 16 == 0."""
-    if os.environ.get("TRITON_INTERPRET") == "1" or not x.is_cuda or stride != 1:
+    """Whether the TMA path applies: sm_90+, stride 1, contiguous 16-byte aligned rows, C_in % 16 == 0,
+    a sequence at least 64 long (the narrowest box)."""
+    if not TMA_ENABLED or os.environ.get("TRITON_INTERPRET") == "1" or not x.is_cuda or stride != 1:
         return False
     if torch.cuda.get_device_capability(x.device)[0] < 9 or not x.is_contiguous():
         return False
     item = x.element_size()
     return (x.shape[2] * item) % 16 == 0 and x.data_ptr() % 16 == 0 and x.shape[1] % 16 == 0 \
-        and (x.shape[1] * item) % 16 == 0
+        and x.shape[2] >= 64 and weight.shape[0] * weight.shape[2] >= 64
 
 
 # -- weight packing, cached ----------------------------------------------------------------------------
@@ -357,24 +362,32 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 def _conv1d_tma(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int,
                 y: torch.Tensor, config: dict | None, autotune: bool | None, use_cache: bool,
                 probes: bool) -> torch.Tensor:
-    _ensure_allocator()
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
     bsz, c_in, l_in = x.shape
     c_out, _, ksize = weight.shape
     l_out = y.shape[2]
-    wp = pack_weight(weight, use_cache, layout="tma")
+    wp = pack_weight(weight, use_cache, layout="tma").view(ksize * c_out, c_in)
     b = bias if bias is not None else wp
-    args = (x, wp, b, y, bsz, c_in, l_in, c_out, l_out, *y.stride())
+    cfg = None
+    if not ((AUTOTUNE if autotune is None else autotune) and config is None and not probes):
+        cfg = {"BLOCK_L": TMA_BLOCK_L, "BLOCK_CO": BLOCK_CO, "BLOCK_CI": BLOCK_CI, "num_warps": NUM_WARPS,
+               "num_stages": NUM_STAGES, **(config or {})}
+        if not _tma_config_fits(cfg, c_in, c_out, l_in, ksize):
+            cfg.update(BLOCK_L=64, BLOCK_CO=64, BLOCK_CI=32 if c_in % 32 == 0 else 16)
+    blocks = cfg or {"BLOCK_L": 64, "BLOCK_CO": 64, "BLOCK_CI": 16}   # autotune's pre-hook resets these
+    x_desc = TensorDescriptor(x.view(bsz * c_in, l_in), shape=[bsz * c_in, l_in], strides=[l_in, 1],
+                              block_shape=[blocks["BLOCK_CI"], blocks["BLOCK_L"]])
+    w_desc = TensorDescriptor(wp, shape=[ksize * c_out, c_in], strides=[c_in, 1],
+                              block_shape=[blocks["BLOCK_CO"], blocks["BLOCK_CI"]])
+    args = (x_desc, w_desc, b, y, bsz, c_in, l_in, c_out, l_out, *y.stride())
     meta = dict(PAD=padding, KSIZE=ksize, HAS_BIAS=bias is not None,
                 DOT_PRECISION=FP32_DOT_PRECISION if x.dtype == torch.float32 else "ieee", PROBES=probes)
-    if (AUTOTUNE if autotune is None else autotune) and config is None and not probes:
+    if cfg is None:
         def grid(m):
             return (bsz * triton.cdiv(l_out, m["BLOCK_L"]) * triton.cdiv(c_out, m["BLOCK_CO"]),)
         _conv1d_tma_autotuned[grid](*args, **meta)
     else:
-        cfg = {"BLOCK_L": TMA_BLOCK_L, "BLOCK_CO": BLOCK_CO, "BLOCK_CI": BLOCK_CI, "num_warps": NUM_WARPS,
-               "num_stages": NUM_STAGES, **(config or {})}
-        if c_in % cfg["BLOCK_CI"]:   # a box must not cross into the next example's channels
-            cfg["BLOCK_CI"] = 16
         grid = (bsz * triton.cdiv(l_out, cfg["BLOCK_L"]) * triton.cdiv(c_out, cfg["BLOCK_CO"]),)
         _conv1d_tma_kernel[grid](*args, **meta, BLOCK_L=cfg["BLOCK_L"], BLOCK_CO=cfg["BLOCK_CO"],
                                  BLOCK_CI=cfg["BLOCK_CI"], num_warps=cfg["num_warps"],

@@ -1,0 +1,149 @@
+"""conv1d on the CPU interpreter: the Triton kernel (gather path; the TMA path is GPU-only and checked
+by case_studies/run_gpu_part1.py) against F.conv1d and the conv2d formulation, small and odd shapes,
+every supported dtype at its tolerance; the weight-packing cache; the dispatcher's decisions."""
+from __future__ import annotations
+
+from workbench.env import ensure_interpreter_if_no_gpu
+
+ensure_interpreter_if_no_gpu()
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from case_studies.common.results import write_rows  # noqa: E402
+from case_studies.conv1d import kernel, spec  # noqa: E402
+from case_studies.conv1d.dispatch import Conv1dDispatcher  # noqa: E402
+from case_studies.conv1d.dispatch import conv1d as dispatched_conv1d  # noqa: E402
+from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference  # noqa: E402
+
+# (dtype, atol, rtol): fp16/bf16 one output rounding; fp32 is exact products in the interpreter
+DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 5e-2, 2e-2)]
+SHAPES = [  # B, C_in, C_out, L, K, stride, padding
+    (2, 5, 7, 123, 3, 1, 1),
+    (1, 17, 33, 50, 1, 2, 0),
+    (3, 24, 20, 37, 5, 1, 2),
+    (1, 96, 96, 31, 3, 1, 1),   # the production channels, a short sequence
+]
+
+
+def _inputs(shape, dtype, seed=0, bias=True):
+    b, ci, co, l, k, _, _ = shape
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, ci, l, generator=g).to(dtype)
+    w = (torch.randn(co, ci, k, generator=g) / (ci * k) ** 0.5).to(dtype)
+    bb = (torch.randn(co, generator=g) * 0.1).to(dtype) if bias else None
+    return x, w, bb
+
+
+def _report(out, ref):
+    err = (out.float() - ref.float()).abs()
+    return f"max abs err {err.max().item():.3e} at {divmod(int(err.argmax()), ref.shape[-1])}"
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kernel_matches_reference(shape, dtype, atol, rtol):
+    x, w, b = _inputs(shape, dtype)
+    stride, padding = shape[5], shape[6]
+    out = kernel.conv1d(x, w, b, stride, padding)
+    ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
+    assert out.shape == ref.shape and out.dtype == dtype
+    assert torch.isfinite(out.float()).all()
+    torch.testing.assert_close(out.float(), ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
+
+
+def test_no_bias_and_conv2d_formulation_agree():
+    x, w, _ = _inputs((2, 8, 16, 45, 3, 1, 1), torch.float32, bias=False)
+    out = kernel.conv1d(x, w, None, 1, 1)
+    torch.testing.assert_close(out, conv1d_reference(x, w, None, 1, 1), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(conv1d_as_conv2d(x, w, None, 1, 1), conv1d_reference(x, w, None, 1, 1))
+
+
+def test_other_tile_configs():
+    x, w, b = _inputs((2, 40, 24, 29, 3, 1, 1), torch.float16)
+    ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 1)
+    for cfg in ({"BLOCK_N": 32, "BLOCK_CO": 32, "BLOCK_CI": 16, "num_warps": 2, "num_stages": 1},
+                {"BLOCK_N": 64, "BLOCK_CO": 64, "BLOCK_CI": 64, "num_warps": 4, "num_stages": 2}):
+        torch.testing.assert_close(kernel.conv1d(x, w, b, 1, 1, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
+
+
+def test_rejects_mismatched_dtypes_and_shapes():
+    x, w, b = _inputs(SHAPES[0], torch.float32)
+    with pytest.raises(TypeError):
+        kernel.conv1d(x, w.half(), b)
+    with pytest.raises(ValueError):
+        kernel.conv1d(x, w[:, :3], b)
+
+
+def test_weight_pack_cache_follows_in_place_updates():
+    w = torch.randn(6, 4, 3)
+    p1 = kernel.pack_weight(w)
+    assert p1 is kernel.pack_weight(w)                      # cached
+    assert p1.shape == (12, 6) and torch.equal(p1[4 * 2 + 1], w[:, 1, 2])   # row k * C_in + ci
+    w.mul_(2.0)                                             # in place: version counter moves
+    p2 = kernel.pack_weight(w)
+    assert p2 is not p1 and torch.equal(p2, 2 * p1)
+    t = kernel.pack_weight(w, layout="tma")
+    assert t.shape == (3, 6, 4) and torch.equal(t[2, 5], w[5, :, 2])
+
+
+def test_tma_path_is_off_in_the_interpreter():
+    x, w, _ = _inputs(SHAPES[3], torch.float16)
+    assert not kernel.tma_supported(x, w, 1)
+
+
+def test_spec_model_and_seed_candidate_agree():
+    torch.manual_seed(0)
+    model = spec.Model(*spec.get_init_inputs())
+    torch.manual_seed(0)
+    cand = kernel.ModelNew(*spec.get_init_inputs())
+    x = spec.get_inputs()[0]
+    atol, rtol = spec.TOLERANCES[spec.DTYPE]
+    torch.testing.assert_close(cand(x), model(x), atol=atol, rtol=rtol)
+
+
+def test_tunables_are_declared_as_data():
+    for name, values in kernel.TUNABLES.items():
+        assert getattr(kernel, name) in values, name
+    assert all(kernel.tunables_valid({"BLOCK_N": c.kwargs["BLOCK_N"], "BLOCK_CO": c.kwargs["BLOCK_CO"],
+                                      "BLOCK_CI": c.kwargs["BLOCK_CI"], "NUM_WARPS": c.num_warps})
+               for c in kernel.autotune_configs())
+
+
+def _row(params, contender, mode, median, dtype="float16", status="ok"):
+    import json
+
+    return {"params": json.dumps(params), "contender": contender, "mode": mode, "median_us": median,
+            "dtype": dtype, "status": status, "shape": "s"}
+
+
+PROD = {"B": 2048, "C_in": 96, "C_out": 96, "L": 200, "K": 3, "stride": 1, "padding": 1}
+
+
+def test_dispatcher_picks_kernel_only_where_it_wins_in_every_mode(tmp_path):
+    wide = dict(PROD, B=64, C_in=512, C_out=512, L=256)
+    rows = [_row(PROD, "eager", "plain", 330.0), _row(PROD, "triton", "plain", 90.0),
+            _row(PROD, "eager", "graph", 328.0), _row(PROD, "triton", "graph", 88.0),
+            _row(wide, "eager", "plain", 50.0), _row(wide, "triton", "plain", 40.0),
+            _row(wide, "eager", "graph", 30.0), _row(wide, "triton", "graph", 38.0)]   # loses in graph mode
+    path = write_rows(rows, tmp_path / "bench.csv", provenance={"gpu": "test"})
+    d = Conv1dDispatcher(path)
+    assert d.decide(PROD, "float16").use_kernel
+    assert d.decide(dict(PROD, B=1500), "float16").use_kernel           # near a recorded win
+    assert not d.decide(wide, "float16").use_kernel                     # loses in one launch mode
+    assert not d.decide(dict(PROD, B=16), "float16").use_kernel         # too far from anything measured
+    assert not d.decide(dict(PROD, K=5, padding=2), "float16").use_kernel   # kernel size must match
+    assert not d.decide(PROD, "float32").use_kernel                     # dtype never measured
+    assert not d.decide(dict(PROD, groups=2), "float16").use_kernel     # unsupported
+
+
+def test_dispatcher_ignores_incorrect_rows_and_missing_file(tmp_path):
+    rows = [_row(PROD, "eager", "plain", 330.0), _row(PROD, "triton", "plain", 90.0, status="incorrect")]
+    path = write_rows(rows, tmp_path / "bench.csv", provenance={})
+    assert not Conv1dDispatcher(path).decide(PROD, "float16").use_kernel
+    assert not Conv1dDispatcher(tmp_path / "missing.csv").decide(PROD, "float16").use_kernel
+
+
+def test_dispatched_op_on_cpu_is_pytorch():
+    x, w, b = _inputs(SHAPES[0], torch.float32)
+    torch.testing.assert_close(dispatched_conv1d(x, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1))

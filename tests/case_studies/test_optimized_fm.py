@@ -1,0 +1,96 @@
+"""Optimized FM on the CPU interpreter: the fused kernel against PyTorch's two matmuls, small and odd
+shapes, every supported dtype at its tolerance; the dispatcher's decisions."""
+from __future__ import annotations
+
+from workbench.env import ensure_interpreter_if_no_gpu
+
+ensure_interpreter_if_no_gpu()
+
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from case_studies.common.results import write_rows  # noqa: E402
+from case_studies.optimized_fm import kernel, spec  # noqa: E402
+from case_studies.optimized_fm.dispatch import OptimizedFMDispatcher  # noqa: E402
+from case_studies.optimized_fm.dispatch import optimized_fm as dispatched_fm  # noqa: E402
+from case_studies.optimized_fm.reference import optimized_fm_reference  # noqa: E402
+
+# (dtype, atol, rtol) on outputs of order 1 (X scaled by D^-1/4)
+DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 5e-2, 2e-2)]
+SHAPES = [(3, 5, 37, 7), (2, 24, 224, 16), (2, 23, 50, 33), (1, 127, 123, 5), (4, 8, 16, 64)]  # B, N, D, K
+
+
+def _inputs(shape, dtype, seed=0):
+    b, n, d, k = shape
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(b, n, d, generator=g) * d ** -0.25).to(dtype)
+    y = (torch.randn(n, k, generator=g) / n ** 0.5).to(dtype)
+    return x, y
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kernel_matches_reference(shape, dtype, atol, rtol):
+    x, y = _inputs(shape, dtype)
+    out = kernel.optimized_fm(x, y)
+    ref = optimized_fm_reference(x, y).float()   # PyTorch's own rounding of the intermediate
+    assert out.shape == ref.shape and out.dtype == dtype
+    err = (out.float() - ref).abs()
+    assert torch.allclose(out.float(), ref, atol=atol, rtol=rtol), \
+        f"max abs err {err.max().item():.3e} at {tuple(int(i) for i in torch.nonzero(err == err.max())[0])}"
+
+
+def test_several_batch_elements_per_program_and_wide_d_chunks():
+    x, y = _inputs((5, 24, 100, 16), torch.float16)
+    ref = optimized_fm_reference(x, y).float()
+    for cfg in ({"BLOCK_B": 2, "BLOCK_D": 32}, {"BLOCK_B": 4, "BLOCK_D": 64, "num_warps": 8}):
+        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
+
+
+def test_rejects_bad_inputs():
+    x, y = _inputs((2, 5, 8, 4), torch.float16)
+    with pytest.raises(ValueError):
+        kernel.optimized_fm(x, y[:3])
+    with pytest.raises(TypeError):
+        kernel.optimized_fm(x, y.float())
+
+
+def test_spec_model_and_seed_candidate_agree():
+    torch.manual_seed(0)
+    model = spec.Model(*spec.get_init_inputs())
+    torch.manual_seed(0)
+    cand = kernel.ModelNew(*spec.get_init_inputs())
+    x = spec.get_inputs()[0]
+    atol, rtol = spec.TOLERANCES[spec.DTYPE]
+    torch.testing.assert_close(cand(x).float(), model(x).float(), atol=atol, rtol=rtol)
+
+
+def test_tunables_are_declared_as_data():
+    for name, values in kernel.TUNABLES.items():
+        assert getattr(kernel, name) in values, name
+
+
+def _row(params, contender, mode, median, dtype="float16"):
+    return {"params": json.dumps(params), "contender": contender, "mode": mode, "median_us": median,
+            "dtype": dtype, "status": "ok"}
+
+
+def test_dispatcher_falls_back_where_the_kernel_loses(tmp_path):
+    small = {"B": 1024, "N": 24, "D": 224, "K": 16}
+    large = {"B": 1024, "N": 128, "D": 224, "K": 64}
+    rows = [_row(small, "eager", m, 30.0) for m in ("plain", "graph")] + \
+           [_row(small, "triton", m, 10.0) for m in ("plain", "graph")] + \
+           [_row(large, "eager", m, 60.0) for m in ("plain", "graph")] + \
+           [_row(large, "triton", m, 61.0) for m in ("plain", "graph")]
+    d = OptimizedFMDispatcher(write_rows(rows, tmp_path / "b.csv", provenance={}))
+    assert d.decide(small, "float16").use_kernel
+    assert not d.decide(large, "float16").use_kernel
+    assert not d.decide(dict(small, N=512), "float16").use_kernel          # unsupported
+    assert not d.decide(small, "bfloat16").use_kernel                      # never measured
+
+
+def test_dispatched_op_on_cpu_is_pytorch():
+    x, y = _inputs((2, 5, 8, 4), torch.float32)
+    torch.testing.assert_close(dispatched_fm(x, y), optimized_fm_reference(x, y))

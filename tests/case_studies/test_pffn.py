@@ -1,0 +1,100 @@
+"""PFFN on the CPU interpreter: the fused kernel (one-tile and two-pass normalization) against PyTorch's
+bmm/GELU/RMSNorm chain, small and odd shapes, every supported dtype at its tolerance; the dispatcher."""
+from __future__ import annotations
+
+from workbench.env import ensure_interpreter_if_no_gpu
+
+ensure_interpreter_if_no_gpu()
+
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from case_studies.common.results import write_rows  # noqa: E402
+from case_studies.pffn import kernel, spec  # noqa: E402
+from case_studies.pffn.dispatch import PFFNDispatcher  # noqa: E402
+from case_studies.pffn.dispatch import pffn as dispatched_pffn  # noqa: E402
+from case_studies.pffn.reference import pffn_reference  # noqa: E402
+
+# (dtype, atol, rtol) on RMS-normalized outputs of order 1
+DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 6e-2, 2e-2)]
+SHAPES = [(3, 5, 37, 64), (2, 33, 100, 256), (1, 17, 123, 48), (2, 16, 64, 16)]   # N, B, D, K
+
+
+def _inputs(shape, dtype, seed=0):
+    n, b, d, k = shape
+    g = torch.Generator().manual_seed(seed)
+    ts = (torch.randn(n, b, d, generator=g), torch.randn(n, d, k, generator=g) / d ** 0.5,
+          torch.randn(n, k, d, generator=g) / k ** 0.5, 1 + 0.1 * torch.randn(k, generator=g),
+          1 + 0.1 * torch.randn(d, generator=g))
+    return tuple(t.to(dtype) for t in ts)
+
+
+def _check(out, ref, atol, rtol):
+    err = (out.float() - ref.float()).abs()
+    assert torch.isfinite(out.float()).all()
+    assert torch.allclose(out.float(), ref.float(), atol=atol, rtol=rtol), \
+        f"max abs err {err.max().item():.3e} at {tuple(int(i) for i in torch.nonzero(err == err.max())[0])}"
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kernel_matches_reference(shape, dtype, atol, rtol):
+    ts = _inputs(shape, dtype)
+    out = kernel.pffn(*ts)
+    assert out.shape == ts[0].shape and out.dtype == dtype
+    _check(out, pffn_reference(*ts), atol, rtol)
+
+
+@pytest.mark.parametrize("cfg", [{"BLOCK_DO": 64, "BLOCK_B": 16},                       # two-pass norm
+                                 {"BLOCK_DO": 64, "BLOCK_D": 16, "BLOCK_B": 16, "num_warps": 4}])
+def test_wide_d_two_pass_normalization(cfg):
+    ts = _inputs((2, 20, 200, 32), torch.float16)
+    _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), 1e-2, 1e-2)
+
+
+def test_rejects_bad_inputs():
+    ts = _inputs((2, 5, 8, 16), torch.float16)
+    with pytest.raises(ValueError):
+        kernel.pffn(ts[0], ts[1][:, :4], *ts[2:])
+    with pytest.raises(TypeError):
+        kernel.pffn(ts[0].float(), *ts[1:])
+
+
+def test_spec_model_and_seed_candidate_agree():
+    torch.manual_seed(0)
+    model = spec.Model(*spec.get_init_inputs())
+    torch.manual_seed(0)
+    cand = kernel.ModelNew(*spec.get_init_inputs())
+    x = spec.get_inputs()[0]
+    atol, rtol = spec.TOLERANCES[spec.DTYPE]
+    _check(cand(x), model(x), atol, rtol)
+
+
+def test_tunables_are_declared_as_data():
+    for name, values in kernel.TUNABLES.items():
+        assert getattr(kernel, name) in values, name
+
+
+def _row(params, contender, mode, median, dtype="float16"):
+    return {"params": json.dumps(params), "contender": contender, "mode": mode, "median_us": median,
+            "dtype": dtype, "status": "ok"}
+
+
+def test_dispatcher_uses_recorded_wins_only(tmp_path):
+    win = {"N": 16, "B": 256, "D": 256, "K": 256}
+    lose = {"N": 16, "B": 4096, "D": 256, "K": 256}
+    rows = [_row(win, "eager", m, 60.0) for m in ("plain", "graph")] + \
+           [_row(win, "triton", m, 20.0) for m in ("plain", "graph")] + \
+           [_row(lose, "eager", m, 160.0) for m in ("plain", "graph")] + \
+           [_row(lose, "triton", m, 170.0) for m in ("plain", "graph")]
+    d = PFFNDispatcher(write_rows(rows, tmp_path / "b.csv", provenance={}))
+    assert d.decide(win, "float16").use_kernel
+    assert not d.decide(lose, "float16").use_kernel
+    assert not d.decide(dict(win, K=128), "float16").use_kernel            # K must match exactly
+
+
+def test_dispatched_op_on_cpu_is_pytorch():
+    ts = _inputs((2, 5, 8, 16), torch.float32)
+    torch.testing.assert_close(dispatched_pffn(*ts), pffn_reference(*ts))
