@@ -86,22 +86,28 @@ def ttgir_regions(
     consts = dict(constexprs, **{probes_flag: True})
     for name in consts:
         sig[name] = "constexpr"
-    target = GPUTarget("cuda", arch, warp_size)
-    backend = make_backend(target)
-    options = backend.parse_options({})
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    backend.load_dialects(ctx)
-    triton_proton.load_dialects(ctx)
-    src = ASTSource(fn=fn, signature=sig, constexprs=consts)
-    stages: dict[str, Any] = {}
-    backend.add_stages(stages, options, src.language)
+    try:  # private compiler API (Triton 3.6): a different Triton is "unavailable", not a kernel bug
+        target = GPUTarget("cuda", arch, warp_size)
+        backend = make_backend(target)
+        options = backend.parse_options({})
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        backend.load_dialects(ctx)
+        triton_proton.load_dialects(ctx)
+        src = ASTSource(fn=fn, signature=sig, constexprs=consts)
+        stages: dict[str, Any] = {}
+        backend.add_stages(stages, options, src.language)
+        codegen, module_map = backend.get_codegen_implementation(options), backend.get_module_map()
+        if "ttir" not in stages or "ttgir" not in stages:
+            raise KeyError(f"stages {sorted(stages)}")
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise ProfilingUnavailable(
+            f"Triton's compiler stages differ from 3.6's ({type(exc).__name__}: {exc})"
+        ) from exc
     saved = flags.instrumentation_on
     flags.instrumentation_on = True  # makes pl.enter_scope emit proton.record ops, as a session does
     try:
-        module = src.make_ir(
-            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx
-        )
+        module = src.make_ir(target, options, codegen, module_map, ctx)
         out: dict[str, list[str]] = {}
         metadata: dict[str, Any] = {}
         for stage in ("ttir", "ttgir"):
@@ -120,41 +126,62 @@ def _ttgir_regions_in_child(
     warp_size: int,
     probes_flag: str,
 ) -> dict[str, list[str]]:
-    fn = python_function(kernel)
-    job = {
-        "module": fn.__module__,
-        "name": fn.__name__,
-        "signature": signature,
-        "constexprs": constexprs,
-        "arch": arch,
-        "warp_size": warp_size,
-        "probes_flag": probes_flag,
-    }
+    return ttgir_regions_batch([(kernel, signature, constexprs)], arch, warp_size, probes_flag)[0]
+
+
+_UNAVAILABLE_RC = 3  # the child's exit status for "this Triton cannot do it", as opposed to a failure
+
+
+def ttgir_regions_batch(
+    jobs: list[tuple[Any, dict[str, str], dict[str, Any]]],
+    arch: int = 90,
+    warp_size: int = 32,
+    probes_flag: str = "PROBES",
+) -> list[dict[str, list[str]]]:
+    """`ttgir_regions` for several (kernel, signature, constexprs) in one child process without
+    TRITON_INTERPRET (one torch/triton import instead of one per kernel)."""
+    specs = []
+    for kernel, signature, constexprs in jobs:
+        fn = python_function(kernel)
+        specs.append(
+            {
+                "module": fn.__module__,
+                "name": fn.__name__,
+                "signature": signature,
+                "constexprs": constexprs,
+                "arch": arch,
+                "warp_size": warp_size,
+                "probes_flag": probes_flag,
+            }
+        )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run(
         [sys.executable, "-m", "profiling.probes"],
-        input=json.dumps(job),
+        input=json.dumps(specs),
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
+    if proc.returncode == _UNAVAILABLE_RC:
+        raise ProfilingUnavailable(proc.stdout.strip().splitlines()[-1])
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"compiling {job['module']}.{job['name']} with probes for cuda:{arch} failed:\n"
-            + proc.stderr[-3000:]
-        )
+        names = ", ".join(f"{j['module']}.{j['name']}" for j in specs)
+        raise RuntimeError(f"compiling {names} with probes for cuda:{arch} failed:\n" + proc.stderr[-3000:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _main() -> None:
     import importlib
 
-    job = json.loads(sys.stdin.read())
-    kernel = getattr(importlib.import_module(job["module"]), job["name"])
-    out = ttgir_regions(
-        kernel, job["signature"], job["constexprs"], job["arch"], job["warp_size"], job["probes_flag"]
-    )
+    out = []
+    for job in json.loads(sys.stdin.read()):
+        kernel = getattr(importlib.import_module(job["module"]), job["name"])
+        out.append(
+            ttgir_regions(
+                kernel, job["signature"], job["constexprs"], job["arch"], job["warp_size"], job["probes_flag"]
+            )
+        )
     print(json.dumps(out))
 
 
