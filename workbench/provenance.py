@@ -11,11 +11,18 @@ _REPO = Path(__file__).resolve().parents[1]
 
 
 def git_commit(repo: Path = _REPO) -> str:
+    """The commit the code came from; `WB_COMMIT` wins (the GPU machine gets a copy without history)."""
+    import os
+    import re
+
+    env = os.environ.get("WB_COMMIT", "").strip()
+    if env:
+        return env
     try:
         out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
         sha = out.stdout.strip()
-        if not sha:
+        if not re.fullmatch(r"[0-9a-f]{40}", sha):
             return "unknown"
         dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10).stdout.strip()

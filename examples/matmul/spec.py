@@ -19,7 +19,9 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(M, K), torch.randn(K, N)]
+    # Scaled so outputs are O(1) at every K: an elementwise tolerance then means the same thing at
+    # K=45 and K=4096 (unscaled, tf32 rounding at K=4096 gives absolute errors near 0.05).
+    return [torch.randn(M, K) / K**0.25, torch.randn(K, N) / K**0.25]
 
 
 def get_init_inputs():

@@ -184,11 +184,12 @@ class RayEvaluator(Evaluator):
     def _connect(self, address: str | None, workers: int, device: str, probe_timeout_s: float,
                  init_kwargs: dict[str, Any]) -> None:
         addr = resolve_address(address)
+        if addr:
+            probe_address(addr, probe_timeout_s)   # even when connected: a wrong address is a user error
         if ray.is_initialized():
             log.info("reusing this process's Ray connection")
             return
         if addr:
-            probe_address(addr, probe_timeout_s)
             try:
                 ray.init(address=addr, log_to_driver=False, **init_kwargs)
             except (ConnectionError, RuntimeError) as exc:

@@ -276,9 +276,28 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         finish(status, f"{stage}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
 
 
-def run_reference(job: dict[str, Any], cand: dict[str, Any], cand_dir: Path, result_fd: int,
+def _read_go(fd: int) -> dict[str, Any] | None:
+    """Block until the server sends the candidate's report (or closes the pipe to abort)."""
+    chunks = []
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+        if data.endswith(b"\n"):
+            break
+    text = b"".join(chunks).decode().strip()
+    return json.loads(text) if text else None
+
+
+def run_reference(job: dict[str, Any], go_fd: int, cand_dir: Path, result_fd: int,
                   cached_baseline: dict[str, float] | None) -> None:
-    """Entry point of the reference process: rebuild inputs, run Model, compare, time the baseline."""
+    """Entry point of the reference process.
+
+    Forked at the start of the job, it prepares while the candidate runs (CUDA context, spec,
+    seeded inputs on the host: nothing secret exists yet), then waits for the candidate's report
+    and only then runs `Model`, compares and times the baseline.
+    """
     device = job["device"]
     out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0, "timings_s": {}}
     t0 = time.perf_counter()
@@ -287,6 +306,18 @@ def run_reference(job: dict[str, Any], cand: dict[str, Any], cand_dir: Path, res
         spec = load_spec(job["spec_path"], job.get("overrides") or {})
         plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
         base = spec.constants()
+        if device == "cuda":
+            torch.zeros(1, device="cuda")  # create the context while the candidate runs
+        host: dict[tuple[int, int], list[Any]] = {}
+        for si, (shape_name, shape_over) in enumerate(plan.shapes):
+            _plan.apply_shape(spec, base, shape_over)
+            for t in range(plan.trials):
+                host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu")
+        out["timings_s"]["reference_prepare"] = time.perf_counter() - t0
+        cand = _read_go(go_fd)
+        if cand is None:
+            return
+        t0 = time.perf_counter()
         by_shape: dict[int, list[dict[str, Any]]] = {}
         for o in cand.get("outputs", []):
             by_shape.setdefault(o["shape_idx"], []).append(o)
@@ -300,13 +331,16 @@ def run_reference(job: dict[str, Any], cand: dict[str, Any], cand_dir: Path, res
             if check and check["shape_idx"] == si:
                 todo.append((-1, check["file"]))
             for trial, fname in todo:
-                seed = plan.timing_seed(check["set"]) if trial == -1 else plan.trial_seed(si, trial)
-                inputs = _plan.build_inputs(spec, seed, device)
+                if trial == -1:
+                    inputs = _plan.build_inputs(spec, plan.timing_seed(check["set"]), device)
+                else:
+                    inputs = _plan.to_device(host.pop((si, trial)), device)
                 with torch.no_grad():
                     ref = flatten_outputs(model(*inputs))
-                got = torch.load(cand_dir / fname, weights_only=True)  # candidate-written: no pickle code
-                cmp = compare_outputs(got, [r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in ref],
-                                      tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32, exact=spec.exact)
+                # Candidate-written file: weights_only refuses pickled code.
+                got = torch.load(cand_dir / fname, weights_only=True, map_location=device)
+                cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32,
+                                      exact=spec.exact)
                 out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
                 out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
                 if not cmp.ok:

@@ -132,8 +132,13 @@ class Server:
         (sandbox / "candidate.py").write_text(job["candidate_source"])
         res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
                                "trials": int(job.get("trials", 3))}
+        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
+        cached = self.baselines.get(key) if job.get("cache_baseline", True) else None
+        go_r, go_w = os.pipe()
+        ref_pid, ref_fd = _child(lambda w: self._reference(job, go_r, go_w, sandbox, w, cached))
+        os.close(go_r)
         try:
-            pid, fd = _child(lambda w: child.run_candidate(job, sandbox, w))
+            pid, fd = _child(lambda w: (os.close(go_w), os.close(ref_fd), child.run_candidate(job, sandbox, w)))
             data, failure, status = _wait(pid, fd, timeout, rss_limit)
             cand = _last_json(data) if not failure else None
             res["stdout_tail"] = _tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt")
@@ -149,10 +154,14 @@ class Server:
             res["timings_s"].update(cand.get("timings_s", {}))
             if cand["status"] != "passed":
                 return self._done(res, cand["status"], cand.get("error", ""), t0)
-            key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
-            cached = self.baselines.get(key) if job.get("cache_baseline", True) else None
-            pid, fd = _child(lambda w: self._reference(job, cand, sandbox, w, cached))
-            data, failure, status = _wait(pid, fd, max(timeout, 600.0), 0)
+            try:
+                os.write(go_w, (json.dumps(cand) + "\n").encode())
+            except BrokenPipeError:  # the reference process already reported (a bad spec)
+                pass
+            os.close(go_w)
+            go_w = -1
+            data, failure, status = _wait(ref_pid, ref_fd, max(timeout, 600.0), 0)
+            ref_pid = -1
             ref = _last_json(data)
             if ref is None:
                 return self._done(res, "infra_error", f"reference process {_describe_exit(status)} "
@@ -171,17 +180,27 @@ class Server:
                 res["baseline"] = ref["baseline"]
             return self._done(res, "passed", "", t0)
         finally:
+            if go_w >= 0:
+                os.close(go_w)  # the reference process reads EOF: abort
+            if ref_pid > 0:
+                _kill_group(ref_pid)
+                try:
+                    os.close(ref_fd)
+                except OSError:
+                    pass
+                os.waitpid(ref_pid, 0)
             if not job.get("keep_sandbox"):
                 shutil.rmtree(sandbox, ignore_errors=True)
 
-    def _reference(self, job: dict[str, Any], cand: dict[str, Any], sandbox: Path, w: int,
+    def _reference(self, job: dict[str, Any], go_r: int, go_w: int, sandbox: Path, w: int,
                    cached: dict[str, float] | None) -> None:
         from workbench.harness import child
 
+        os.close(go_w)
         out = os.open(self.root / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        child.run_reference(job, cand, sandbox, w, cached)
+        child.run_reference(job, go_r, sandbox, w, cached)
 
     def _done(self, res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
         res["status"] = status
