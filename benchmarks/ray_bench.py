@@ -1,7 +1,8 @@
 """Ray evaluator benchmark on this machine: throughput vs the local pool, Ray's overhead per evaluation,
 a worker killed mid-batch, a per-candidate cost split, and the memory store's write rate.
 
-    .venv/bin/python benchmarks/ray_bench.py [--n 12] [--workers 2] [--out results/distributed/ray_bench_cpu.json]
+    .venv/bin/python benchmarks/ray_bench.py [--n 12] [--workers 2] \
+        [--out results/distributed/ray_bench_cpu.json]
 
 Candidates are variants of examples/vector_add/candidate.py generated the way the offline tuning
 operator does (rewrite of the TUNABLES assignment lines), evaluated in Triton's CPU interpreter by the
@@ -10,6 +11,7 @@ the same batch. Ray's overhead per evaluation = driver round trip (dispatch to r
 the worker spent inside `Harness.evaluate_job`. Target: < 50 ms. The machine is shared: the load
 average before and after each phase is recorded next to the numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +47,14 @@ def stats(xs: list[float], scale: float = 1.0) -> dict[str, float]:
         return {"n": 0}
     s = sorted(x * scale for x in xs)
     q = lambda p: s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
-    return {"n": len(s), "median": statistics.median(s), "p20": q(0.2), "p80": q(0.8), "min": s[0], "max": s[-1]}
+    return {
+        "n": len(s),
+        "median": statistics.median(s),
+        "p20": q(0.2),
+        "p80": q(0.8),
+        "min": s[0],
+        "max": s[-1],
+    }
 
 
 def load() -> list[float]:
@@ -59,7 +68,9 @@ def generate(n: int) -> tuple[list[str], list[float]]:
     seed = SEED.read_text()
     out, secs = [], []
     space0 = parse_tunables(seed)
-    configs = [dict(zip(space0.choices, vals, strict=True)) for vals in itertools.product(*space0.choices.values())]
+    configs = [
+        dict(zip(space0.choices, vals, strict=True)) for vals in itertools.product(*space0.choices.values())
+    ]
     for cfg in configs[:n]:
         t = time.perf_counter()
         space = parse_tunables(seed)
@@ -70,7 +81,9 @@ def generate(n: int) -> tuple[list[str], list[float]]:
 
 
 def jobs(sources: list[str]) -> list[EvalJob]:
-    return [EvalJob(spec_path=SPEC, candidate_source=s, device="cpu", trials=1, timeout_s=300) for s in sources]
+    return [
+        EvalJob(spec_path=SPEC, candidate_source=s, device="cpu", trials=1, timeout_s=300) for s in sources
+    ]
 
 
 def run_batch(ev: Any, batch: list[EvalJob]) -> tuple[list[EvalResult], float, list[float]]:
@@ -88,9 +101,15 @@ def run_batch(ev: Any, batch: list[EvalJob]) -> tuple[list[EvalResult], float, l
 
 
 def summarize(results: list[EvalResult], wall: float) -> dict[str, Any]:
-    return {"n": len(results), "wall_s": wall, "throughput_per_s": len(results) / wall,
-            "statuses": {s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}},
-            "harness_client_wall_s": stats([r.timings_s.get("client_wall", 0.0) for r in results])}
+    return {
+        "n": len(results),
+        "wall_s": wall,
+        "throughput_per_s": len(results) / wall,
+        "statuses": {
+            s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}
+        },
+        "harness_client_wall_s": stats([r.timings_s.get("client_wall", 0.0) for r in results]),
+    }
 
 
 def cost_split(results: list[EvalResult], gen_s: list[float]) -> dict[str, Any]:
@@ -106,8 +125,10 @@ def cost_split(results: list[EvalResult], gen_s: list[float]) -> dict[str, Any]:
         "timing_baseline_s": t("baseline_timing"),
         "harness_overhead_s": t("harness_overhead"),
         "ray_overhead_s": stats([d["overhead_s"] for d in disp if "overhead_s" in d]),
-        "note": ("queue_s depends on batch size / workers (the whole batch is submitted at once); "
-                 "generation is the offline tuning operator's rewrite: an LLM step is not measured here"),
+        "note": (
+            "queue_s depends on batch size / workers (the whole batch is submitted at once); "
+            "generation is the offline tuning operator's rewrite: an LLM step is not measured here"
+        ),
     }
 
 
@@ -123,11 +144,20 @@ def memory_write_rate(n: int = 400) -> dict[str, Any]:
             mem = Memory(Path(d) / "mem.sqlite", durable=durable)
             secs = []
             for i in range(n):
-                res = EvalResult(status=Status.PASSED, fitness=1.0 + i * 1e-3, speedup=1.0, correct=True,
-                                 runtime_us=10.0)
-                node = Node(run_id="bench", spec_key="vector_add@bench", operator="offline",
-                            source=src + f"\n# variant {i}\n", status="passed", fitness=res.fitness,
-                            result=res, platform="cpu", seq=i)
+                res = EvalResult(
+                    status=Status.PASSED, fitness=1.0 + i * 1e-3, speedup=1.0, correct=True, runtime_us=10.0
+                )
+                node = Node(
+                    run_id="bench",
+                    spec_key="vector_add@bench",
+                    operator="offline",
+                    source=src + f"\n# variant {i}\n",
+                    status="passed",
+                    fitness=res.fitness,
+                    result=res,
+                    platform="cpu",
+                    seq=i,
+                )
                 t = time.perf_counter()
                 mem.save_node(node)
                 secs.append(time.perf_counter() - t)
@@ -153,7 +183,7 @@ def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
         time.sleep(0.02)
     if victim is None:
         raise RuntimeError("no worker became busy")
-    time.sleep(0.5)   # inside the evaluation, not at dispatch
+    time.sleep(0.5)  # inside the evaluation, not at dispatch
     t_kill = time.perf_counter()
     os.kill(victim["info"]["pid"], signal.SIGKILL)
     back_at = None
@@ -167,11 +197,17 @@ def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     attempts = [r.details["dispatch"]["attempts"] for r in results]
     return {
-        "n": len(batch), "killed_worker": victim["name"], "killed_pid": victim["info"]["pid"],
-        "results": len(results), "results_per_job": sorted(set(calls.values())),
-        "statuses": {s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}},
+        "n": len(batch),
+        "killed_worker": victim["name"],
+        "killed_pid": victim["info"]["pid"],
+        "results": len(results),
+        "results_per_job": sorted(set(calls.values())),
+        "statuses": {
+            s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}
+        },
         "attempts_histogram": {a: attempts.count(a) for a in sorted(set(attempts))},
-        "lost": sum(1 for r in results if r is None), "wall_s": wall,
+        "lost": sum(1 for r in results if r is None),
+        "wall_s": wall,
         "worker_back_after_s": (back_at - t_kill) if back_at else None,
         "stats": ev.stats,
         "all_one_result_none_lost": len(results) == len(batch) and set(calls.values()) == {1},
@@ -190,12 +226,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from workbench.provenance import collect
 
-    out: dict[str, Any] = {"benchmark": "ray_bench", "provenance": collect(), "cpu_count": os.cpu_count(),
-                           "workers": args.workers, "batch": args.n, "spec": "examples/vector_add/spec.py",
-                           "device": "cpu (Triton interpreter)", "target_ray_overhead_ms": TARGET_OVERHEAD_MS,
-                           "load_avg": {"start": load()}}
+    out: dict[str, Any] = {
+        "benchmark": "ray_bench",
+        "provenance": collect(),
+        "cpu_count": os.cpu_count(),
+        "workers": args.workers,
+        "batch": args.n,
+        "spec": "examples/vector_add/spec.py",
+        "device": "cpu (Triton interpreter)",
+        "target_ray_overhead_ms": TARGET_OVERHEAD_MS,
+        "load_avg": {"start": load()},
+    }
     sources, gen_s = generate(args.n + args.workers)
-    warm, batch = sources[:args.workers], sources[args.workers:]
+    warm, batch = sources[: args.workers], sources[args.workers :]
 
     # -- local pool ----------------------------------------------------------------------------
     t = time.perf_counter()
@@ -212,24 +255,34 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.distributed.ray_backend import RayEvaluator, start_local_cluster
 
     t = time.perf_counter()
-    start_local_cluster(num_cpus=args.workers + 2, resources={"platform:cpu": args.workers + 2},
-                        include_dashboard=False, log_to_driver=False)
+    start_local_cluster(
+        num_cpus=args.workers + 2,
+        resources={"platform:cpu": args.workers + 2},
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     cluster_s = time.perf_counter() - t
     try:
         ev = RayEvaluator(workers=args.workers, device="cpu")
         run_batch(ev, jobs(warm))
-        out["ray"] = {"cluster_start_s": cluster_s, "evaluator_start_s": ev.start_s,
-                      "startup_and_warmup_s": time.perf_counter() - t, "load_before": load()}
+        out["ray"] = {
+            "cluster_start_s": cluster_s,
+            "evaluator_start_s": ev.start_s,
+            "startup_and_warmup_s": time.perf_counter() - t,
+            "load_before": load(),
+        }
         res_ray, wall, _ = run_batch(ev, jobs(batch))
         out["ray"].update(summarize(res_ray, wall), load_after=load())
         over = [r.details["dispatch"]["overhead_s"] for r in res_ray]
         out["ray"]["overhead_per_eval_ms"] = stats(over, 1e3)
         out["ray"]["overhead_target_met"] = statistics.median(over) * 1e3 < TARGET_OVERHEAD_MS
-        out["ray_vs_local_throughput"] = out["ray"]["throughput_per_s"] / out["local_pool"]["throughput_per_s"]
+        out["ray_vs_local_throughput"] = (
+            out["ray"]["throughput_per_s"] / out["local_pool"]["throughput_per_s"]
+        )
         out["same_statuses"] = [r.status.value for r in res_local] == [r.status.value for r in res_ray]
         out["cost_split_per_candidate"] = cost_split(res_ray, gen_s)
         if not args.no_fault:
-            fault_batch = jobs(sources[:args.n])
+            fault_batch = jobs(sources[: args.n])
             out["fault"] = fault_run(ev, fault_batch)
             out["fault"]["load_after"] = load()
         ev.close()
@@ -240,12 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
     r, lp = out["ray"], out["local_pool"]
-    print(f"local pool: {lp['throughput_per_s']:.3f} cand/s   ray: {r['throughput_per_s']:.3f} cand/s   "
-          f"ray overhead median {r['overhead_per_eval_ms']['median']:.1f} ms (target < {TARGET_OVERHEAD_MS:g})")
+    print(
+        f"local pool: {lp['throughput_per_s']:.3f} cand/s   ray: {r['throughput_per_s']:.3f} cand/s   "
+        f"ray overhead median {r['overhead_per_eval_ms']['median']:.1f} ms (target < {TARGET_OVERHEAD_MS:g})"
+    )
     if "fault" in out:
         f = out["fault"]
-        print(f"fault: {f['results']}/{f['n']} results, one each: {f['all_one_result_none_lost']}, "
-              f"attempts {f['attempts_histogram']}, worker back after {f['worker_back_after_s']}")
+        print(
+            f"fault: {f['results']}/{f['n']} results, one each: {f['all_one_result_none_lost']}, "
+            f"attempts {f['attempts_histogram']}, worker back after {f['worker_back_after_s']}"
+        )
     print(f"wrote {args.out}")
     return 0
 

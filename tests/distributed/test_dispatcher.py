@@ -3,6 +3,7 @@
 No Ray and no harness here (the end-to-end tests in test_ray_evaluator.py use both): the fake stands
 for worker processes so that deaths, hangs and failed restarts can be staged exactly.
 """
+
 from __future__ import annotations
 
 import threading
@@ -25,8 +26,8 @@ class FakeBackend:
         self.spawn_s = spawn_s
         self.die_on: dict[str, int] = {}
         self.hang_on: set[str] = set()
-        self.spawn_fails = 0                       # the next N spawns fail
-        self.runs: list[tuple[str, str]] = []     # (slot name, job id) per launch
+        self.spawn_fails = 0  # the next N spawns fail
+        self.runs: list[tuple[str, str]] = []  # (slot name, job id) per launch
         self.kills: list[str] = []
         self.spawns: list[str] = []
         self.lock = threading.Lock()
@@ -75,8 +76,10 @@ def _slots(*labels: str) -> list[Slot]:
 
 
 def _jobs(n: int, platform: str | None = None, timeout_s: float = 30.0) -> list[EvalJob]:
-    return [EvalJob(spec_path="s.py", candidate_source="x", platform=platform, timeout_s=timeout_s)
-            for _ in range(n)]
+    return [
+        EvalJob(spec_path="s.py", candidate_source="x", platform=platform, timeout_s=timeout_s)
+        for _ in range(n)
+    ]
 
 
 def test_every_job_gets_one_result_and_platforms_route():
@@ -93,7 +96,7 @@ def test_every_job_gets_one_result_and_platforms_route():
             if j.platform:
                 assert r.details["dispatch"]["platform"] == j.platform
                 assert r.details["ran_on"].startswith(j.platform + "#")
-        assert sorted(jid for _, jid in be.runs) == sorted(j.job_id for j in jobs)   # each ran exactly once
+        assert sorted(jid for _, jid in be.runs) == sorted(j.job_id for j in jobs)  # each ran exactly once
         assert d.stats["finished"] == len(jobs)
     finally:
         d.close()
@@ -104,8 +107,8 @@ def test_lost_worker_requeues_then_gives_infra_error():
     d = Dispatcher(be, _slots("cpu", "cpu"), max_retries=2, max_worker_restarts=10)
     try:
         once, always, fine = _jobs(3)
-        be.die_on[once.job_id] = 1           # dies once: re-queued, then passes
-        be.die_on[always.job_id] = 99        # dies every time: INFRA_ERROR after 1 + max_retries attempts
+        be.die_on[once.job_id] = 1  # dies once: re-queued, then passes
+        be.die_on[always.job_id] = 99  # dies every time: INFRA_ERROR after 1 + max_retries attempts
         r_once, r_always, r_fine = (d.submit(j).result(timeout=20) for j in (once, always, fine))
         assert r_once.passed and r_once.details["dispatch"]["attempts"] == 2
         assert r_once.details["dispatch"]["losses"]
@@ -115,7 +118,7 @@ def test_lost_worker_requeues_then_gives_infra_error():
         assert r_fine.passed and r_fine.details["dispatch"]["attempts"] == 1
         assert sum(1 for _, jid in be.runs if jid == always.job_id) == 3
         assert d.stats["requeued"] == 3 and d.stats["worker_losses"] == 4
-        assert be.kills.count("cpu#0") + be.kills.count("cpu#1") == 4   # every lost worker was stopped
+        assert be.kills.count("cpu#0") + be.kills.count("cpu#1") == 4  # every lost worker was stopped
     finally:
         d.close()
 
@@ -155,11 +158,11 @@ def test_hung_worker_is_killed_and_job_requeued():
 
 def test_platform_with_no_live_worker_fails_fast_instead_of_hanging():
     be = FakeBackend()
-    be.spawn_fails = 100                      # replacements never come up
+    be.spawn_fails = 100  # replacements never come up
     d = Dispatcher(be, _slots("cpu", "cuda:sm_90"), max_retries=5, max_worker_restarts=2)
     try:
         a, b = _jobs(2, "cuda:sm_90")
-        be.die_on[a.job_id] = 1               # kills the only sm_90 worker; its restarts all fail
+        be.die_on[a.job_id] = 1  # kills the only sm_90 worker; its restarts all fail
         ra = d.submit(a).result(timeout=10)
         rb = d.submit(b).result(timeout=10)
         assert ra.status == Status.INFRA_ERROR and "no live worker for platform 'cuda:sm_90'" in ra.error
@@ -167,13 +170,13 @@ def test_platform_with_no_live_worker_fails_fast_instead_of_hanging():
         assert {s["name"]: s["state"] for s in d.slots()}["cuda:sm_90#0"] == DEAD
         assert d.platforms() == {"cpu": 1}
         [c] = _jobs(1, "cpu")
-        assert d.submit(c).result(timeout=10).passed   # the other platform keeps working
+        assert d.submit(c).result(timeout=10).passed  # the other platform keeps working
     finally:
         d.close()
 
 
 def test_worker_that_never_starts_is_retired():
-    be = FakeBackend(spawn_s=60)              # "ready" would come far too late
+    be = FakeBackend(spawn_s=60)  # "ready" would come far too late
     slots = [Slot(name="cpu#0", platform="cpu")]  # STARTING: the dispatcher spawns it
     d = Dispatcher(be, slots, start_timeout_s=0.2, max_worker_restarts=1, tick_s=0.05)
     try:

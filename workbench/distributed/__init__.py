@@ -3,6 +3,7 @@
 `RayEvaluator` needs `ray` and is imported on first use, so the scheduling core
 (`workbench.distributed.dispatcher`) and the checks (`preflight`) import without it.
 """
+
 from typing import Any
 
 from workbench.distributed.errors import (
@@ -13,8 +14,14 @@ from workbench.distributed.errors import (
     WorkerVersionMismatch,
 )
 
-__all__ = ["RayEvaluator", "DistributedError", "ClusterUnreachable", "PlatformUnavailable",
-           "WorkerVersionMismatch", "WorkersUnplaceable"]
+__all__ = [
+    "RayEvaluator",
+    "DistributedError",
+    "ClusterUnreachable",
+    "PlatformUnavailable",
+    "WorkerVersionMismatch",
+    "WorkersUnplaceable",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,7 @@ Guarantees, whatever the workers do:
   running `hang_grace_s` past its own timeout, is killed and treated as lost; a job whose platform has
   no live worker left ends as `INFRA_ERROR` at once.
 """
+
 from __future__ import annotations
 
 import collections
@@ -39,8 +40,8 @@ class Ticket:
     job: EvalJob
     future: "Future[EvalResult]"
     submitted_at: float
-    attempts: int = 0                     # dispatches so far
-    dispatched_at: float | None = None    # of the current attempt
+    attempts: int = 0  # dispatches so far
+    dispatched_at: float | None = None  # of the current attempt
     first_dispatched_at: float | None = None
     losses: list[str] = field(default_factory=list)
 
@@ -52,12 +53,12 @@ class Slot:
     name: str
     platform: str
     state: str = STARTING
-    generation: int = 0                   # bumped on every (re)spawn; reports carry it
+    generation: int = 0  # bumped on every (re)spawn; reports carry it
     ticket: Ticket | None = None
     since: float = field(default_factory=time.monotonic)
     restarts: int = 0
     info: dict[str, Any] = field(default_factory=dict)
-    handle: Any = None                    # backend-owned (a Ray actor handle)
+    handle: Any = None  # backend-owned (a Ray actor handle)
     evaluations: int = 0
 
 
@@ -68,7 +69,7 @@ Post = Callable[[Event], None]
 
 class WorkerBackend(Protocol):
     def spawn(self, slot: Slot, post: Post) -> None:
-        """Start (or restart) the worker of `slot`; post ("ready", name, gen, info) or ("spawn_failed", ...)."""
+        """Start (or restart) the slot's worker; post ("ready", name, gen, info) or ("spawn_failed", ...)."""
 
     def launch(self, slot: Slot, job: EvalJob, post: Post) -> None:
         """Run `job` on the slot's worker; post ("done", name, gen, (EvalResult, eval_s)) or ("lost", ...)."""
@@ -80,16 +81,24 @@ class WorkerBackend(Protocol):
 class Dispatcher:
     """Queues jobs, places them on idle slots of the right platform, re-queues on worker loss."""
 
-    def __init__(self, backend: WorkerBackend, slots: list[Slot], *, max_retries: int = 2,
-                 max_worker_restarts: int = 3, start_timeout_s: float = 300.0, hang_grace_s: float = 120.0,
-                 tick_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        backend: WorkerBackend,
+        slots: list[Slot],
+        *,
+        max_retries: int = 2,
+        max_worker_restarts: int = 3,
+        start_timeout_s: float = 300.0,
+        hang_grace_s: float = 120.0,
+        tick_s: float = 0.5,
+    ) -> None:
         if not slots:
             raise ValueError("a dispatcher needs at least one worker slot")
         self._backend = backend
         self._slots = {s.name: s for s in slots}
         self._pending: collections.deque[Ticket] = collections.deque()
         self._events: "queue.Queue[Event | None]" = queue.Queue()
-        self._lock = threading.Lock()    # guards what other threads read: slot states, counters
+        self._lock = threading.Lock()  # guards what other threads read: slot states, counters
         self.max_retries = max_retries
         self.max_worker_restarts = max_worker_restarts
         self.start_timeout_s = start_timeout_s
@@ -137,13 +146,25 @@ class Dispatcher:
 
     def queued(self) -> int:
         with self._lock:
-            return self.stats["submitted"] - self.stats["finished"] - sum(
-                1 for s in self._slots.values() if s.state == BUSY)
+            return (
+                self.stats["submitted"]
+                - self.stats["finished"]
+                - sum(1 for s in self._slots.values() if s.state == BUSY)
+            )
 
     def slots(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"name": s.name, "platform": s.platform, "state": s.state, "restarts": s.restarts,
-                     "evaluations": s.evaluations, "info": dict(s.info)} for s in self._slots.values()]
+            return [
+                {
+                    "name": s.name,
+                    "platform": s.platform,
+                    "state": s.state,
+                    "restarts": s.restarts,
+                    "evaluations": s.evaluations,
+                    "info": dict(s.info),
+                }
+                for s in self._slots.values()
+            ]
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop: unfinished jobs end as INFRA_ERROR ("evaluator closed"), workers are killed."""
@@ -183,9 +204,14 @@ class Dispatcher:
             return
         slot = self._slots.get(name)
         if slot is None or gen != slot.generation:
-            self.stats["stale_reports"] += 1   # from a worker already replaced: ignore, never count twice
-            log.debug("stale %s report from %s (generation %d, now %d)", kind, name, gen,
-                      slot.generation if slot else -1)
+            self.stats["stale_reports"] += 1  # from a worker already replaced: ignore, never count twice
+            log.debug(
+                "stale %s report from %s (generation %d, now %d)",
+                kind,
+                name,
+                gen,
+                slot.generation if slot else -1,
+            )
             return
         if kind == "ready" and slot.state == STARTING:
             with self._lock:
@@ -221,8 +247,15 @@ class Dispatcher:
             want = t.job.platform
             if (want is None and not live) or (want is not None and want not in live):
                 what = f"platform {want!r}" if want else "any platform"
-                self._finish(t, _infra(f"no live worker for {what} (workers lost; live platforms: "
-                                       f"{sorted(live) or 'none'})", t), None, None)
+                self._finish(
+                    t,
+                    _infra(
+                        f"no live worker for {what} (workers lost; live platforms: {sorted(live) or 'none'})",
+                        t,
+                    ),
+                    None,
+                    None,
+                )
                 continue
             slot = next((s for s in idle if want is None or s.platform == want), None)
             if slot is None:
@@ -243,10 +276,16 @@ class Dispatcher:
         for s in list(self._slots.values()):
             if s.state == STARTING and now - s.since > self.start_timeout_s:
                 self._worker_lost(s, f"worker did not start within {self.start_timeout_s:g} s")
-            elif s.state == BUSY and s.ticket is not None and \
-                    now - s.since > s.ticket.job.timeout_s + self.hang_grace_s:
-                self._worker_lost(s, f"no answer {s.ticket.job.timeout_s + self.hang_grace_s:g} s after dispatch "
-                                     "(the evaluation's own timeout plus grace): worker presumed hung")
+            elif (
+                s.state == BUSY
+                and s.ticket is not None
+                and now - s.since > s.ticket.job.timeout_s + self.hang_grace_s
+            ):
+                self._worker_lost(
+                    s,
+                    f"no answer {s.ticket.job.timeout_s + self.hang_grace_s:g} s after dispatch "
+                    "(the evaluation's own timeout plus grace): worker presumed hung",
+                )
 
     def _worker_lost(self, slot: Slot, reason: str) -> None:
         log.warning("worker %s lost: %s", slot.name, reason)
@@ -258,7 +297,7 @@ class Dispatcher:
         ticket = slot.ticket
         with self._lock:
             slot.ticket = None
-            slot.generation += 1      # any late report from the old worker is now stale
+            slot.generation += 1  # any late report from the old worker is now stale
             if slot.restarts < self.max_worker_restarts and not self._closed:
                 slot.restarts += 1
                 slot.state, slot.since = STARTING, time.monotonic()
@@ -271,7 +310,9 @@ class Dispatcher:
         if ticket is not None:
             ticket.losses.append(f"{slot.name}: {reason}")
             if ticket.attempts > self.max_retries:
-                self._finish(ticket, _infra(f"worker lost {ticket.attempts} times; giving up", ticket), None, None)
+                self._finish(
+                    ticket, _infra(f"worker lost {ticket.attempts} times; giving up", ticket), None, None
+                )
             else:
                 self.stats["requeued"] += 1
                 self._pending.appendleft(ticket)  # it is older than anything queued: first in line
@@ -286,8 +327,13 @@ class Dispatcher:
         if t.losses:
             dispatch["losses"] = list(t.losses)
         if slot is not None:
-            dispatch.update(worker=slot.name, platform=slot.platform, host=slot.info.get("host"),
-                            node_id=slot.info.get("node_id"), pid=slot.info.get("pid"))
+            dispatch.update(
+                worker=slot.name,
+                platform=slot.platform,
+                host=slot.info.get("host"),
+                node_id=slot.info.get("node_id"),
+                pid=slot.info.get("pid"),
+            )
         if eval_s is not None and t.dispatched_at is not None:
             dispatch["eval_s"] = eval_s
             dispatch["roundtrip_s"] = now - t.dispatched_at
@@ -308,8 +354,9 @@ class Dispatcher:
         self._pending.clear()
         for s in self._slots.values():
             if s.ticket is not None:
-                self._finish(s.ticket, _infra("the evaluator was closed during this evaluation", s.ticket), None,
-                             None)
+                self._finish(
+                    s.ticket, _infra("the evaluator was closed during this evaluation", s.ticket), None, None
+                )
                 s.ticket = None
             if s.state != DEAD:
                 try:

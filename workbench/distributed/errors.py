@@ -1,4 +1,5 @@
 """Errors the distributed evaluator raises before a search starts (bad cluster, bad input)."""
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@
 still hanging after 120 s on a closed port and on a plain HTTP server), so the address is probed
 first with a bounded TCP connect and an HTTP/2 handshake (Ray's GCS and Ray Client both speak gRPC).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,10 +39,12 @@ def split_host_port(address: str) -> tuple[str, int]:
     host, sep, port = rest.rpartition(":")
     if not sep:
         host, port = rest, str(default_port)
-    host = host.strip("[]")   # IPv6 literal
+    host = host.strip("[]")  # IPv6 literal
     if not host or not port.isdigit():
-        raise ValueError(f"cannot read a Ray address from {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379), "
-                         "ray://HOST:PORT, or 'auto'")
+        raise ValueError(
+            f"cannot read a Ray address from {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379), "
+            "ray://HOST:PORT, or 'auto'"
+        )
     return host, int(port)
 
 
@@ -53,8 +56,10 @@ def probe_address(address: str, timeout_s: float = 3.0) -> None:
         host, port = split_host_port(address)
     except ValueError as exc:
         raise ClusterUnreachable(str(exc)) from exc
-    hint = ("Start a cluster there (`ray start --head --port=%d`), fix --ray-address / RAY_ADDRESS, "
-            "or leave both unset to start a local cluster." % port)
+    hint = (
+        "Start a cluster there (`ray start --head --port=%d`), fix --ray-address / RAY_ADDRESS, "
+        "or leave both unset to start a local cluster." % port
+    )
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             if os.environ.get("RAY_USE_TLS", "0") in ("1", "true", "True"):
@@ -65,13 +70,18 @@ def probe_address(address: str, timeout_s: float = 3.0) -> None:
     except socket.gaierror as exc:
         raise ClusterUnreachable(f"Ray address {address!r}: unknown host {host!r} ({exc}). {hint}") from exc
     except (TimeoutError, socket.timeout) as exc:
-        raise ClusterUnreachable(f"Ray address {address!r}: no answer within {timeout_s:g} s "
-                                 f"(host down or port filtered). {hint}") from exc
+        raise ClusterUnreachable(
+            f"Ray address {address!r}: no answer within {timeout_s:g} s (host down or port filtered). {hint}"
+        ) from exc
     except OSError as exc:
-        raise ClusterUnreachable(f"Ray address {address!r} is unreachable: {exc.strerror or exc}. {hint}") from exc
+        raise ClusterUnreachable(
+            f"Ray address {address!r} is unreachable: {exc.strerror or exc}. {hint}"
+        ) from exc
     if len(head) < 9 or head[3] != _H2_SETTINGS_TYPE:
-        raise ClusterUnreachable(f"something listens at {address!r}, but it is not a Ray cluster (no gRPC/HTTP2 "
-                                 f"handshake; got {head[:16]!r}). {hint}")
+        raise ClusterUnreachable(
+            f"something listens at {address!r}, but it is not a Ray cluster (no gRPC/HTTP2 "
+            f"handshake; got {head[:16]!r}). {hint}"
+        )
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -86,20 +96,24 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
 
 def advertised_platforms(cluster_resources: dict[str, float]) -> dict[str, int]:
     """Platforms nodes advertise as custom resources (`platform:cuda:sm_90: 8`) -> {label: slots}."""
-    return {k[len(PLATFORM_PREFIX):]: int(v) for k, v in cluster_resources.items()
-            if k.startswith(PLATFORM_PREFIX) and int(v) > 0}
+    return {
+        k[len(PLATFORM_PREFIX) :]: int(v)
+        for k, v in cluster_resources.items()
+        if k.startswith(PLATFORM_PREFIX) and int(v) > 0
+    }
 
 
 @dataclass
 class SlotPlan:
     """What one worker asks Ray for."""
 
-    platform: str | None        # advertised label it is pinned to, or None (whatever it lands on)
+    platform: str | None  # advertised label it is pinned to, or None (whatever it lands on)
     gpu: bool
 
 
-def plan_slots(workers: int, device: str, cluster_resources: dict[str, float],
-               platforms: list[str] | None = None) -> list[SlotPlan]:
+def plan_slots(
+    workers: int, device: str, cluster_resources: dict[str, float], platforms: list[str] | None = None
+) -> list[SlotPlan]:
     """Decide the worker slots: how many per platform, GPU or CPU, pinned or not.
 
     - Nodes that advertise `platform:<label>` resources get workers pinned to those labels
@@ -119,10 +133,13 @@ def plan_slots(workers: int, device: str, cluster_resources: dict[str, float],
             if missing:
                 raise PlatformUnavailable(
                     f"no worker of platform {', '.join(missing)} in the cluster; it advertises "
-                    f"{_fmt(adv)}. Start nodes with `ray start --resources='{{\"platform:<label>\": <n>}}'`.")
+                    f"{_fmt(adv)}. Start nodes with `ray start --resources='{{\"platform:<label>\": <n>}}'`."
+                )
         if workers < len(platforms):
-            raise ValueError(f"{workers} workers cannot cover {len(platforms)} platforms {platforms}: "
-                             "give at least one worker per platform")
+            raise ValueError(
+                f"{workers} workers cannot cover {len(platforms)} platforms {platforms}: "
+                "give at least one worker per platform"
+            )
     if adv:
         labels = list(platforms or sorted(adv))
         counts = dict.fromkeys(labels, 0)
@@ -139,14 +156,19 @@ def plan_slots(workers: int, device: str, cluster_resources: dict[str, float],
         raise PlatformUnavailable(
             f"{len(platforms)} platforms requested ({', '.join(platforms)}) but the cluster advertises none "
             f"(resources: {_fmt(cluster_resources)}); unpinned workers cannot be routed by platform. "
-            "Start each node with `ray start --resources='{\"platform:<label>\": <n>}'`.")
+            "Start each node with `ray start --resources='{\"platform:<label>\": <n>}'`."
+        )
     use_gpu = device != "cpu" and n_gpu > 0
     if device == "cuda" and n_gpu == 0:
-        raise WorkersUnplaceable(f"device 'cuda' asked for, but the cluster has no GPU ({_fmt(cluster_resources)})")
+        raise WorkersUnplaceable(
+            f"device 'cuda' asked for, but the cluster has no GPU ({_fmt(cluster_resources)})"
+        )
     cap = n_gpu if use_gpu else n_cpu
     if cap < 1:
-        raise WorkersUnplaceable(f"the cluster has no {'GPU' if use_gpu else 'CPU'} to place a worker on "
-                                 f"({_fmt(cluster_resources)})")
+        raise WorkersUnplaceable(
+            f"the cluster has no {'GPU' if use_gpu else 'CPU'} to place a worker on "
+            f"({_fmt(cluster_resources)})"
+        )
     return [SlotPlan(platform=None, gpu=use_gpu) for _ in range(min(workers, cap))]
 
 
@@ -154,8 +176,9 @@ def check_worker_platforms(requested: list[str] | None, found: dict[str, int]) -
     """After workers reported in: every requested platform has at least one of them."""
     missing = [p for p in (requested or []) if p not in found]
     if missing:
-        raise PlatformUnavailable(f"no worker of platform {', '.join(missing)}: the workers detected "
-                                  f"{_fmt(found) or 'nothing'}")
+        raise PlatformUnavailable(
+            f"no worker of platform {', '.join(missing)}: the workers detected {_fmt(found) or 'nothing'}"
+        )
 
 
 def check_worker_versions(driver: dict[str, str], infos: list[dict[str, Any]]) -> None:
@@ -163,9 +186,11 @@ def check_worker_versions(driver: dict[str, str], infos: list[dict[str, Any]]) -
     bad = [i for i in infos if i.get("triton") != driver["triton"]]
     if bad:
         rows = "; ".join(f"{i.get('host')} pid {i.get('pid')}: triton {i.get('triton')}" for i in bad[:8])
-        raise WorkerVersionMismatch(f"{len(bad)} worker(s) run another Triton than this driver "
-                                    f"(triton {driver['triton']}): {rows}. Install triton=={driver['triton']} "
-                                    "on those nodes or run the search from a matching environment.")
+        raise WorkerVersionMismatch(
+            f"{len(bad)} worker(s) run another Triton than this driver "
+            f"(triton {driver['triton']}): {rows}. Install triton=={driver['triton']} "
+            "on those nodes or run the search from a matching environment."
+        )
 
 
 def _is_gpu_label(label: str) -> bool:
@@ -178,5 +203,8 @@ def is_standard_label(label: str) -> bool:
 
 
 def _fmt(d: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(d.items())
-                     if not k.startswith(("node:", "memory", "object_store")))
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in sorted(d.items())
+        if not k.startswith(("node:", "memory", "object_store"))
+    )

@@ -6,6 +6,7 @@ one CPU otherwise. Nodes advertise their platform as a custom resource `platform
 own device), a job with `EvalJob.platform` set runs on a worker of that platform. Scheduling,
 re-queueing and watchdogs live in `dispatcher.py`; this module only talks to Ray.
 """
+
 from __future__ import annotations
 
 import logging
@@ -96,7 +97,9 @@ class _RayBackend:
         return opts
 
     def spawn(self, slot: Slot, post: Post) -> None:
-        slot.handle = self._cls.options(**self._options[slot.name]).remote(self._device, self._pinned[slot.name])
+        slot.handle = self._cls.options(**self._options[slot.name]).remote(
+            self._device, self._pinned[slot.name]
+        )
         gen, name, pinned = slot.generation, slot.name, self._pinned[slot.name]
 
         def on_started(f: "Future[Any]") -> None:
@@ -117,11 +120,20 @@ class _RayBackend:
         def on_done(f: "Future[Any]") -> None:
             try:
                 result, eval_s = f.result()
-            except (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError,
-                    rex.OwnerDiedError, rex.LocalRayletDiedError, rex.ActorUnavailableError) as exc:
+            except (
+                rex.RayActorError,
+                rex.WorkerCrashedError,
+                rex.NodeDiedError,
+                rex.ObjectLostError,
+                rex.OwnerDiedError,
+                rex.LocalRayletDiedError,
+                rex.ActorUnavailableError,
+            ) as exc:
                 post(("lost", name, gen, f"{type(exc).__name__}: {_first_line(exc)}"))
                 return
-            except Exception as exc:  # the actor method raised outside the harness: treat the worker as broken
+            except (
+                Exception
+            ) as exc:  # the actor method raised outside the harness: treat the worker as broken
                 post(("lost", name, gen, f"worker raised {type(exc).__name__}: {_first_line(exc)}"))
                 return
             post(("done", name, gen, (result, eval_s)))
@@ -138,10 +150,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _check_label(pinned: str | None, info: dict[str, Any]) -> None:
-    """A node that advertises a standard label (cuda:sm_90) must have that device; custom names are trusted."""
+    """A node advertising a standard label (cuda:sm_90) must have that device; custom names are trusted."""
     if pinned and is_standard_label(pinned) and info["detected_label"] != pinned:
-        raise PlatformUnavailable(f"node {info.get('host')} advertises platform {pinned!r} but its worker detected "
-                                  f"{info['detected_label']!r}: fix the node's `platform:` resource")
+        raise PlatformUnavailable(
+            f"node {info.get('host')} advertises platform {pinned!r} but its worker detected "
+            f"{info['detected_label']!r}: fix the node's `platform:` resource"
+        )
 
 
 class RayEvaluator(Evaluator):
@@ -158,10 +172,20 @@ class RayEvaluator(Evaluator):
         max_worker_restarts: replacements per worker slot before the slot is retired.
     """
 
-    def __init__(self, workers: int = 1, device: str = "auto", *, address: str | None = None,
-                 platforms: list[str] | None = None, max_retries: int = 2, max_worker_restarts: int = 3,
-                 start_timeout_s: float = 300.0, hang_grace_s: float = 120.0, probe_timeout_s: float = 3.0,
-                 ray_init_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        workers: int = 1,
+        device: str = "auto",
+        *,
+        address: str | None = None,
+        platforms: list[str] | None = None,
+        max_retries: int = 2,
+        max_worker_restarts: int = 3,
+        start_timeout_s: float = 300.0,
+        hang_grace_s: float = 120.0,
+        probe_timeout_s: float = 3.0,
+        ray_init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         t0 = time.perf_counter()
         self._device = device
         self._owns_ray = False
@@ -174,18 +198,34 @@ class RayEvaluator(Evaluator):
             log.warning("the cluster fits %d of the %d workers asked for", len(plans), workers)
         slots = self._start_workers(backend, plans, platforms, start_timeout_s)
         self.start_s = time.perf_counter() - t0 - self.connect_s
-        self._dispatcher = Dispatcher(backend, slots, max_retries=max_retries,
-                                      max_worker_restarts=max_worker_restarts, start_timeout_s=start_timeout_s,
-                                      hang_grace_s=hang_grace_s)
-        log.info("ray evaluator: %d workers %s (connect %.1f s, workers %.1f s)", len(slots),
-                 self._dispatcher.platforms(), self.connect_s, self.start_s)
+        self._dispatcher = Dispatcher(
+            backend,
+            slots,
+            max_retries=max_retries,
+            max_worker_restarts=max_worker_restarts,
+            start_timeout_s=start_timeout_s,
+            hang_grace_s=hang_grace_s,
+        )
+        log.info(
+            "ray evaluator: %d workers %s (connect %.1f s, workers %.1f s)",
+            len(slots),
+            self._dispatcher.platforms(),
+            self.connect_s,
+            self.start_s,
+        )
 
     # -- setup --------------------------------------------------------------------------------
-    def _connect(self, address: str | None, workers: int, device: str, probe_timeout_s: float,
-                 init_kwargs: dict[str, Any]) -> None:
+    def _connect(
+        self,
+        address: str | None,
+        workers: int,
+        device: str,
+        probe_timeout_s: float,
+        init_kwargs: dict[str, Any],
+    ) -> None:
         addr = resolve_address(address)
         if addr:
-            probe_address(addr, probe_timeout_s)   # even when connected: a wrong address is a user error
+            probe_address(addr, probe_timeout_s)  # even when connected: a wrong address is a user error
         if ray.is_initialized():
             log.info("reusing this process's Ray connection")
             return
@@ -205,37 +245,47 @@ class RayEvaluator(Evaluator):
             n = torch.cuda.device_count()
         else:
             n = max(workers, os.cpu_count() or 1)
-        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "resources": {PLATFORM_PREFIX + plat.label: n}}
+        kw: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "resources": {PLATFORM_PREFIX + plat.label: n},
+        }
         if plat.kind == "cpu":
-            kw["num_cpus"] = n   # one CPU slot per worker even on a 2-core machine: the harness paces itself
+            kw["num_cpus"] = n  # one CPU slot per worker even on a 2-core machine: the harness paces itself
         kw.update(init_kwargs)
         start_local_cluster(**kw)
         self._owns_ray = True
         log.info("started a local Ray cluster: %s", ray.cluster_resources())
 
-    def _start_workers(self, backend: _RayBackend, plans: list[SlotPlan], platforms: list[str] | None,
-                       timeout_s: float) -> list[Slot]:
+    def _start_workers(
+        self, backend: _RayBackend, plans: list[SlotPlan], platforms: list[str] | None, timeout_s: float
+    ) -> list[Slot]:
         actors = [backend.create(p) for p in plans]
         try:
             try:
                 infos = ray.get([a.info.remote() for a in actors], timeout=timeout_s)
             except rex.GetTimeoutError as exc:
                 raise WorkersUnplaceable(
-                    f"{len(actors)} workers did not start within {timeout_s:g} s: the cluster lacks the resources "
-                    f"they ask for (cluster: {ray.cluster_resources()}, free: {ray.available_resources()})") from exc
+                    f"{len(actors)} workers did not start within {timeout_s:g} s: the cluster lacks the "
+                    f"resources they ask for (cluster: {ray.cluster_resources()}, "
+                    f"free: {ray.available_resources()})"
+                ) from exc
             check_worker_versions(self._driver, infos)
-            for p, info in zip(plans, infos):
+            for p, info in zip(plans, infos, strict=True):
                 _check_label(p.platform, info)
                 if info["torch"] != self._driver["torch"]:
-                    log.warning("worker on %s runs torch %s, driver torch %s", info["host"], info["torch"],
-                                self._driver["torch"])
+                    log.warning(
+                        "worker on %s runs torch %s, driver torch %s",
+                        info["host"],
+                        info["torch"],
+                        self._driver["torch"],
+                    )
             found: dict[str, int] = {}
             for info in infos:
                 found[info["label"]] = found.get(info["label"], 0) + 1
             check_worker_platforms(platforms, found)
             warm = ray.get([a.warm.remote() for a in actors], timeout=timeout_s)
-            for info, w in zip(infos, warm):
+            for info, w in zip(infos, warm, strict=True):
                 info["warm_s"] = w
         except BaseException:
             for a in actors:
@@ -245,7 +295,7 @@ class RayEvaluator(Evaluator):
             raise
         slots = []
         per: dict[str, int] = {}
-        for p, a, info in zip(plans, actors, infos):
+        for p, a, info in zip(plans, actors, infos, strict=True):
             label = info["label"]
             name = f"{label}#{per.get(label, 0)}"
             per[label] = per.get(label, 0) + 1
@@ -256,8 +306,9 @@ class RayEvaluator(Evaluator):
     # -- Evaluator API -----------------------------------------------------------------------
     def submit(self, job: EvalJob) -> "Future[EvalResult]":
         if job.platform is not None and job.platform not in self._dispatcher.platforms():
-            raise PlatformUnavailable(f"no live worker of platform {job.platform!r}; workers: "
-                                      f"{self._dispatcher.platforms()}")
+            raise PlatformUnavailable(
+                f"no live worker of platform {job.platform!r}; workers: {self._dispatcher.platforms()}"
+            )
         return self._dispatcher.submit(job)
 
     @property

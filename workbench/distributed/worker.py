@@ -4,6 +4,7 @@ The class is plain Python (Ray wraps it with `ray.remote` in `ray_backend`), so 
 isolation rules as the local pool: every candidate runs in its own process forked by the harness
 server, with the harness's timeout and secret stripping.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,9 +24,9 @@ class HarnessWorker:
     def __init__(self, device: str = "auto", label: str | None = None) -> None:
         from workbench.env import ensure_interpreter_if_no_gpu
 
-        ensure_interpreter_if_no_gpu()   # before anything imports triton in this process
+        ensure_interpreter_if_no_gpu()  # before anything imports triton in this process
         self._device = device
-        self._label = label              # the platform resource this worker was pinned to, if any
+        self._label = label  # the platform resource this worker was pinned to, if any
         self._harness: Any = None
 
     def info(self) -> dict[str, Any]:
@@ -37,9 +38,14 @@ class HarnessWorker:
 
         plat = describe_device("cpu" if self._device == "cpu" else "auto")
         out: dict[str, Any] = {
-            "pid": os.getpid(), "host": socket.gethostname(), "python": _platform.python_version(),
-            "triton": triton.__version__, "torch": torch.__version__, "detected_label": plat.label,
-            "label": self._label or plat.label, "platform": plat.to_dict(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "python": _platform.python_version(),
+            "triton": triton.__version__,
+            "torch": torch.__version__,
+            "detected_label": plat.label,
+            "label": self._label or plat.label,
+            "platform": plat.to_dict(),
         }
         try:
             import ray
@@ -76,14 +82,19 @@ class HarnessWorker:
             self.warm()
         try:
             res = self._harness.evaluate_job(job)
-        except Exception as exc:  # the harness itself broke: an infrastructure error, and a fresh harness next
+        except (
+            Exception
+        ) as exc:  # the harness itself broke: an infrastructure error, and a fresh harness next
             log.exception("harness failed on job %s", job.job_id)
             try:
                 self._harness.close()
             finally:
                 self._harness = None
-            res = EvalResult(status=Status.INFRA_ERROR, error=f"harness on {socket.gethostname()}: "
-                             f"{type(exc).__name__}: {exc}", device=self._device)
+            res = EvalResult(
+                status=Status.INFRA_ERROR,
+                error=f"harness on {socket.gethostname()}: {type(exc).__name__}: {exc}",
+                device=self._device,
+            )
         return res, time.perf_counter() - t0
 
     def pid(self) -> int:
