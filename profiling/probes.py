@@ -22,7 +22,11 @@ from .errors import ProfilingUnavailable
 
 log = logging.getLogger(__name__)
 
-_REGIONS_LINE = re.compile(r"Probe regions(?:\s*\([^)]*\))?:\s*(?P<names>[`A-Za-z0-9_,\s]+)", re.IGNORECASE)
+_REGIONS_LINE = re.compile(
+    r"Probe regions(?:\s*\([^)]*\))?:\s*(?P<names>.*?)(?:\.\s|\.$|\n\s*\n|$)", re.IGNORECASE | re.DOTALL
+)
+_BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RECORD = re.compile(r'proton\.record\s+(start|end)\s+"(?P<name>[^"]+)"')
 
 
@@ -37,16 +41,28 @@ def python_function(kernel: Any) -> Any:
     return fn
 
 
+def parse_regions_line(text: str) -> list[str] | None:
+    """Names from the first `Probe regions: a, b, c.` line of `text` (None when there is none).
+
+    With backticks (`load_x`, `mma` (loop), ...) only the backticked names count, so notes in
+    parentheses may follow a name; without backticks every identifier up to the full stop counts.
+    """
+    m = _REGIONS_LINE.search(text or "")
+    if not m:
+        return None
+    seg = m["names"]
+    names = _BACKTICKED.findall(seg) or _IDENT.findall(seg)
+    return list(dict.fromkeys(names))
+
+
 def declared_regions(kernel: Any) -> list[str]:
-    """Region names from a `Probe regions: a, b, c.` line (also `Probe regions (PROBES=True): `a`, `b`.`)
-    in the kernel's docstring, else in its module's docstring."""
+    """Region names declared in the kernel's docstring, else in its module's docstring."""
     fn = python_function(kernel)
     module = inspect.getmodule(fn)
     for doc in (inspect.getdoc(fn), getattr(module, "__doc__", None)):
-        m = _REGIONS_LINE.search(doc or "")
-        if m:
-            names = m["names"].replace("`", "").replace("\n", " ").split(",")
-            return [n.strip() for n in names if n.strip()]
+        names = parse_regions_line(doc or "")
+        if names is not None:
+            return names
     return []
 
 
