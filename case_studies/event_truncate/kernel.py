@@ -5,11 +5,13 @@ new_offsets = exclusive scan of keep; segment s copies values[offsets[s+1] - kee
 to new_values[new_offsets[s] : new_offsets[s+1]].
 
 Launch 1 `_keep_scan_kernel`: one program per SCAN_BLOCK segments computes keep, its inclusive
-scan (written into new_offsets[s + 1] as scratch) and the block total.
+scan within the block (into a scratch buffer) and the block total.
 Launch 2 `_fixup_copy_kernel`: one program per SEGS segments adds the sum of the preceding block
 totals (at most a few hundred, read at once), writes the final offsets, and copies its segments as
 a [SEGS, COLS] tile per step (one row per segment, contiguous in both source and destination), up to
-the longest kept length of its segments. A single launch would need a decoupled look-back scan
+the longest kept length of its segments. The scan's scratch is a separate buffer, never updated in
+place: a small tensor is replicated over threads, and a read-modify-write of the same element by two
+replicas raced on the H200 (the prefix was sometimes added twice; the CPU interpreter cannot show it). A single launch would need a decoupled look-back scan
 (programs spinning on their predecessors); two launches cost about 2 us more and cannot deadlock.
 
 The output size is data. `batch_event_truncate(..., exact=False)` allocates the values by the
@@ -48,7 +50,7 @@ def tunables_valid(cfg: dict) -> bool:
 
 
 @triton.jit
-def _keep_scan_kernel(offsets_ptr, new_offsets_ptr, block_sums_ptr, S, T,
+def _keep_scan_kernel(offsets_ptr, scratch_ptr, block_sums_ptr, S, T,
                       SCAN_BLOCK: tl.constexpr, PROBES: tl.constexpr = False):
     pid = tl.program_id(0)
     if PROBES:
@@ -59,14 +61,14 @@ def _keep_scan_kernel(offsets_ptr, new_offsets_ptr, block_sums_ptr, S, T,
     hi = tl.load(offsets_ptr + s + 1, mask=m, other=0)
     keep = tl.minimum(hi - lo, T)
     incl = tl.cumsum(keep, axis=0)
-    tl.store(new_offsets_ptr + s + 1, incl, mask=m)
+    tl.store(scratch_ptr + s, incl, mask=m)
     tl.store(block_sums_ptr + pid, tl.sum(keep, axis=0))
     if PROBES:
         pl.exit_scope("scan")
 
 
 @triton.jit
-def _fixup_copy_kernel(values_ptr, offsets_ptr, new_offsets_ptr, block_sums_ptr, out_ptr, S, T,
+def _fixup_copy_kernel(values_ptr, offsets_ptr, scratch_ptr, block_sums_ptr, new_offsets_ptr, out_ptr, S, T,
                        SCAN_BLOCK: tl.constexpr, NB_P2: tl.constexpr, SEGS: tl.constexpr,
                        COLS: tl.constexpr, PROBES: tl.constexpr = False):
     pid = tl.program_id(0)
@@ -82,7 +84,7 @@ def _fixup_copy_kernel(values_ptr, offsets_ptr, new_offsets_ptr, block_sums_ptr,
     lo = tl.load(offsets_ptr + s, mask=m, other=0)
     hi = tl.load(offsets_ptr + s + 1, mask=m, other=0)
     keep = tl.minimum(hi - lo, T)
-    end = prefix + tl.load(new_offsets_ptr + s + 1, mask=m, other=0)   # scratch from launch 1
+    end = prefix + tl.load(scratch_ptr + s, mask=m, other=0)   # block-local inclusive scan (launch 1)
     tl.store(new_offsets_ptr + s + 1, end, mask=m)
     if pid == 0:
         tl.store(new_offsets_ptr, tl.zeros([], tl.int64))
@@ -124,10 +126,11 @@ def batch_event_truncate(values: torch.Tensor, offsets: torch.Tensor, max_len: i
         return out, new_offsets
     n_blocks = triton.cdiv(S, sb)
     block_sums = torch.empty(n_blocks, dtype=torch.int64, device=offsets.device)
+    scratch = torch.empty(S, dtype=torch.int64, device=offsets.device)
     nw = num_warps or NUM_WARPS
-    _keep_scan_kernel[(n_blocks,)](offsets, new_offsets, block_sums, S, max_len, SCAN_BLOCK=sb,
+    _keep_scan_kernel[(n_blocks,)](offsets, scratch, block_sums, S, max_len, SCAN_BLOCK=sb,
                                    PROBES=probes, num_warps=nw)
-    _fixup_copy_kernel[(triton.cdiv(S, sg),)](values, offsets, new_offsets, block_sums, out, S, max_len,
+    _fixup_copy_kernel[(triton.cdiv(S, sg),)](values, offsets, scratch, block_sums, new_offsets, out, S, max_len,
                                               SCAN_BLOCK=sb, NB_P2=triton.next_power_of_2(n_blocks), SEGS=sg,
                                               COLS=cols or COLS, PROBES=probes, num_warps=nw)
     if exact:

@@ -22,7 +22,7 @@ def _shape(vocab: int, samples: int, unknown: float, per_sample: int = 20) -> di
             "UNKNOWN_RATE": unknown}
 
 
-KERNELS = ["triton_bucket", "triton_bucket_s1", "triton_hash", "triton_bsearch"]
+KERNELS = ["triton_bucket", "triton_bucket_s0", "triton_bucket_s2", "triton_hash", "triton_bsearch"]
 BENCHMARK = {
     "name": "mapid",
     "warmup_ms": 5,
@@ -85,8 +85,8 @@ def _module(kind: str, **kw: Any) -> Any:
         else:
             from case_studies.mapid import kernel
 
-            if kind == "bucket_s1":
-                m = _cached(key, lambda: kernel.ModelNew(vocab, variant="bucket", spread=1))
+            if kind.startswith("bucket_s"):     # directory spread other than the module default
+                m = _cached(key, lambda: kernel.ModelNew(vocab, variant="bucket", spread=int(kind[-1])))
             else:
                 m = _cached(key, lambda: kernel.ModelNew(vocab, variant=kind))
         m(ids)          # compile the Triton kernel outside the timing loop
@@ -105,7 +105,8 @@ def case(dispatch_csv: str | Path | None = None) -> ExactCase:
         "vectorized_eager": _module("vectorized"),
         "compile_default": _compiled_chain,
         "triton_bucket": _module("bucket"),
-        "triton_bucket_s1": _module("bucket_s1"),
+        "triton_bucket_s0": _module("bucket_s0"),
+        "triton_bucket_s2": _module("bucket_s2"),
         "triton_hash": _module("hash"),
         "triton_bsearch": _module("bsearch"),
         "dispatch": _module("dispatch", results_csv=dispatch_csv),

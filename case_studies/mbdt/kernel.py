@@ -5,8 +5,11 @@ out[b, f] = offset_f + #{j < n_f : !(borders_f[j] >= x[b, f])}
 Counting `!(border >= x)` over a sorted border list is exactly `torch.bucketize`'s lower bound
 (right=False), duplicated borders included, and it sends NaN to `n_f` as bucketize does: no
 special case. Borders are padded with +inf to `[F, MAXN]` at construction (module state, built
-once); padding never counts for a finite x or +inf, and NaN is sent to `n_f` explicitly, so the
-loop over borders carries no per-border mask.
+once), stored border-major (`[MAXN, F]`): for a fixed border index the lanes of a warp (consecutive
+features) read consecutive addresses. Stored feature-major, the same loop read 32 cache lines per warp
+load and ran 5x slower than the vectorized searchsorted at 8192 x 256 x 32 on the H200 (290 vs 57 us).
+Padding never counts for a finite x or +inf, and NaN is sent to `n_f` explicitly, so the loop over
+borders carries no per-border mask.
 
 One program handles BLOCK consecutive elements of the flattened `[B, F]` input (coalesced loads of
 x, coalesced int64 stores); the border table (F * MAXN floats) stays in L1/L2. The bytes that must
@@ -43,9 +46,13 @@ def tunables_valid(cfg: dict) -> bool:
 def _mbdt_kernel(x_ptr, padded_ptr, counts_ptr, offsets_ptr, out_ptr,
                  n_elem, F, x_stride_b, x_stride_f,
                  MAXN: tl.constexpr, LOG2_MAXN: tl.constexpr, BINARY: tl.constexpr,
-                 BLOCK: tl.constexpr, PROBES: tl.constexpr = False):
+                 BLOCK: tl.constexpr, IDX64: tl.constexpr = False, PROBES: tl.constexpr = False):
     pid = tl.program_id(0)
-    idx = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # 32-bit index arithmetic unless the tensor needs 64 (the row/feature split is a division)
+    if IDX64:
+        idx = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        idx = pid * BLOCK + tl.arange(0, BLOCK)
     mask = idx < n_elem
     row = idx // F
     f = idx - row * F
@@ -57,21 +64,20 @@ def _mbdt_kernel(x_ptr, padded_ptr, counts_ptr, offsets_ptr, out_ptr,
     if PROBES:
         pl.exit_scope("load_x")
         pl.enter_scope("count_borders")
-    row_ptr = padded_ptr + f * MAXN
+    col_ptr = padded_ptr + f          # border j of feature f at padded[j, f]
     if BINARY:
         # branchless lower bound: steps MAXN/2 .. 1 reach MAXN-1, one last compare reaches MAXN;
         # the +inf padding sorts last, so every lane takes the same steps and needs no bound check
         lo = tl.zeros([BLOCK], tl.int32)
         for s in tl.static_range(LOG2_MAXN):
-            step: tl.constexpr = 1 << (LOG2_MAXN - 1 - s)
-            b = tl.load(row_ptr + lo + (step - 1), mask=mask, other=float("inf"))
-            lo = tl.where(b < x, lo + step, lo)
-        b = tl.load(row_ptr + lo, mask=mask, other=float("inf"))
+            b = tl.load(col_ptr + (lo + ((1 << (LOG2_MAXN - 1 - s)) - 1)) * F, mask=mask, other=float("inf"))
+            lo = tl.where(b < x, lo + (1 << (LOG2_MAXN - 1 - s)), lo)
+        b = tl.load(col_ptr + lo * F, mask=mask, other=float("inf"))
         cnt = tl.where(b < x, lo + 1, lo)
     else:
         cnt = tl.zeros([BLOCK], tl.int32)
         for j in tl.static_range(MAXN):
-            b = tl.load(row_ptr + j, mask=mask, other=float("inf"))
+            b = tl.load(col_ptr + j * F, mask=mask, other=float("inf"))
             cnt += (b < x).to(tl.int32)
     # NaN compares false everywhere; bucketize's `!(border >= x)` walks it to the end: bin n_f
     cnt = tl.where(x != x, n, cnt)
@@ -84,7 +90,7 @@ def _mbdt_kernel(x_ptr, padded_ptr, counts_ptr, offsets_ptr, out_ptr,
 
 
 def pack_borders(borders: torch.Tensor, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """(padded [F, MAXN] float32 with +inf padding, counts [F] int32, offsets [F] int64, MAXN).
+    """(padded [MAXN, F] float32 with +inf padding (border-major), counts [F] int32, offsets [F] int64, MAXN).
     MAXN is rounded up to a power of two so the binary variant takes the same steps in every lane."""
     F = len(lengths)
     maxn = max(lengths, default=0)
@@ -99,7 +105,7 @@ def pack_borders(borders: torch.Tensor, lengths: list[int]) -> tuple[torch.Tenso
         offsets.append(acc)
         acc += n + 1
     dev = borders.device
-    return (padded.to(dev), torch.tensor(lengths, dtype=torch.int32, device=dev),
+    return (padded.t().contiguous().to(dev), torch.tensor(lengths, dtype=torch.int32, device=dev),
             torch.tensor(offsets, dtype=torch.int64, device=dev), maxn_p2)
 
 
@@ -113,11 +119,12 @@ def mbdt(x: torch.Tensor, padded: torch.Tensor, counts: torch.Tensor, offsets: t
     if n == 0:
         return out
     blk = block or BLOCK
-    maxn = padded.shape[1]
+    maxn = padded.shape[0]
     _mbdt_kernel[(triton.cdiv(n, blk),)](
         x, padded, counts, offsets, out, n, F, x.stride(0), x.stride(1),
         MAXN=maxn, LOG2_MAXN=max(maxn.bit_length() - 1, 0), BINARY=(search or SEARCH) == "binary",
-        BLOCK=blk, PROBES=probes, num_warps=num_warps or NUM_WARPS)
+        BLOCK=blk, IDX64=max(n, x.stride(0) * B, x.stride(1) * F) >= 2**31 - blk, PROBES=probes,
+        num_warps=num_warps or NUM_WARPS)
     return out
 
 
