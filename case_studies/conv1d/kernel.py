@@ -19,6 +19,7 @@ Probe regions (PROBES=True): `load_x`, `load_w`, `mma`, `epilogue`.
 from __future__ import annotations
 
 import os
+import weakref
 from collections import OrderedDict
 
 import torch
@@ -281,26 +282,33 @@ def tma_supported(x: torch.Tensor, weight: torch.Tensor, stride: int) -> bool:
 
 
 # -- weight packing, cached ----------------------------------------------------------------------------
-_PACK_CACHE: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+_PACK_CACHE: OrderedDict[tuple, tuple[weakref.ref, torch.Tensor]] = OrderedDict()
 _PACK_CACHE_SIZE = 32
 
 
 def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gather") -> torch.Tensor:
     """`[C_out, C_in, K]` -> `[K * C_in, C_out]` (the paper's packing, for the gather kernel) or
     `[K, C_out, C_in]` (`layout="tma"`: ci contiguous, the A operand's reduction axis), contiguous.
-    Cached by pointer, shape, strides, dtype, device and the tensor's version counter (an in-place
-    update, e.g. an optimizer step, repacks)."""
+
+    Cached by pointer, shape, strides, dtype, device and version counter (an in-place update, e.g. an
+    optimizer step, repacks), as the paper does, and also by the weight tensor itself (a weak reference):
+    a key of pointer and shape alone returned stale weights on the H200 when a freed weight's memory was
+    reused by a new weight of the same shape (results/case_studies/conv1d/checks.json, gather check).
+    """
     key = (layout, weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
            weight._version)
     if use_cache and key in _PACK_CACHE:
-        _PACK_CACHE.move_to_end(key)
-        return _PACK_CACHE[key]
+        ref, packed = _PACK_CACHE[key]
+        if ref() is weight:
+            _PACK_CACHE.move_to_end(key)
+            return packed
+        del _PACK_CACHE[key]
     if layout == "tma":
         packed = weight.detach().permute(2, 0, 1).contiguous()
     else:
         packed = weight.detach().permute(2, 1, 0).contiguous().view(-1, weight.shape[0])
     if use_cache:
-        _PACK_CACHE[key] = packed
+        _PACK_CACHE[key] = (weakref.ref(weight), packed)
         while len(_PACK_CACHE) > _PACK_CACHE_SIZE:
             _PACK_CACHE.popitem(last=False)
     return packed

@@ -87,6 +87,19 @@ def test_weight_pack_cache_follows_in_place_updates():
     assert t.shape == (3, 6, 4) and torch.equal(t[2, 5], w[5, :, 2])
 
 
+def test_weight_pack_cache_is_not_fooled_by_reused_memory():
+    # the H200 bug: a freed weight's memory reused by a new weight of the same shape and version
+    storage = torch.UntypedStorage(2 * 4 * 3 * 4)
+    writer = torch.empty(0).set_(storage, 0, (2, 4, 3))
+    writer.copy_(torch.ones(2, 4, 3))
+    w1 = torch.empty(0).set_(storage, 0, (2, 4, 3))
+    assert torch.equal(kernel.pack_weight(w1)[0], torch.ones(2))
+    del w1
+    writer.copy_(torch.full((2, 4, 3), 7.0))
+    w2 = torch.empty(0).set_(storage, 0, (2, 4, 3))           # same pointer, shape, version 0
+    assert torch.equal(kernel.pack_weight(w2)[0], torch.full((2,), 7.0))
+
+
 def test_tma_path_is_off_in_the_interpreter():
     x, w, _ = _inputs(SHAPES[3], torch.float16)
     assert not kernel.tma_supported(x, w, 1)
