@@ -1,0 +1,61 @@
+"""An ipywidgets browser of a search tree: pick a node, read its code, its diff against its parent,
+its diagnosis, and the prompt and response that produced it. Needs the `lab` extra."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def _pre(text: str | None, empty: str = "(none)") -> str:
+    body = html.escape(text) if text else f"<i>{empty}</i>"
+    return f"<pre style='font-size:11px; max-height:420px; overflow:auto; white-space:pre'>{body}</pre>"
+
+
+def _diff_html(diff: str) -> str:
+    if not diff:
+        return "<i>(no parent: a seed or a draft)</i>"
+    colour = {"+": "#1a7f37", "-": "#cf222e", "@": "#8250df"}
+    lines = []
+    for ln in diff.splitlines():
+        c = colour.get(ln[:1]) if not ln.startswith(("+++", "---")) else "#57606a"
+        esc = html.escape(ln)
+        lines.append(f"<span style='color:{c}'>{esc}</span>" if c else esc)
+    return "<pre style='font-size:11px; max-height:420px; overflow:auto'>" + "\n".join(lines) + "</pre>"
+
+
+def node_label(n: Any) -> str:
+    return f"{n.seq:>3} {n.id} {n.operator:<17} {n.status:<17} fitness {n.fitness:.4g}"
+
+
+def tree_explorer(run: Any) -> Any:
+    """A widget: node list on the left, tabs (code, diff, diagnosis, prompt, response) on the right."""
+    import ipywidgets as w
+
+    nodes = list(run.tree)
+    best = run.best
+    options = [(("* " if best is not None and n.id == best.id else "  ") + node_label(n), n.id) for n in nodes]
+    picker = w.Select(options=options, rows=min(18, max(6, len(options))),
+                      layout=w.Layout(width="46%", font_family="monospace"))
+    header = w.HTML()
+    panes = {name: w.HTML() for name in ("code", "diff vs parent", "diagnosis", "prompt", "response")}
+    tabs = w.Tab(children=list(panes.values()))
+    for i, name in enumerate(panes):
+        tabs.set_title(i, name)
+
+    def show(change: Any = None) -> None:
+        n = run.tree[picker.value]
+        parents = ", ".join(n.parents) or "none"
+        header.value = (f"<b>node {n.id}</b> ({n.operator}, parents: {parents}, island {n.island}) "
+                        f"status <b>{n.status}</b>, fitness <b>{n.fitness:.4g}</b>, runtime {n.runtime_us} us, "
+                        f"tokens {n.prompt_tokens}+{n.completion_tokens}")
+        panes["code"].value = _pre(n.source, "no candidate: generation failed")
+        panes["diff vs parent"].value = _diff_html(run.diff(n.id))
+        panes["diagnosis"].value = _pre(n.diagnosis)
+        panes["prompt"].value = _pre(n.prompt, "no prompt: the offline tuner needs none")
+        panes["response"].value = _pre(n.response, "no model response")
+
+    picker.observe(show, names="value")
+    if options:
+        picker.value = best.id if best is not None else options[0][1]
+        show()
+    return w.VBox([w.HBox([picker, w.VBox([header, tabs], layout=w.Layout(width="54%"))])])
