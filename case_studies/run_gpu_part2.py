@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="read dispatch decisions from DIR/<name>.csv instead of this run's pass A")
     ap.add_argument("--fuzz", type=int, default=2, help="fresh random draws per spec shape in the check")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, CPU allowed, no torch.compile")
+    ap.add_argument("--commit", default=None, help="git commit to record when the copy has no .git (device runs)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -122,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.provenance import collect
 
     prov = collect()
+    if args.commit and prov.get("commit") in (None, "unknown"):
+        prov["commit"] = f"{args.commit} (given on the command line: the copy has no .git)"
     log.info("provenance: %s", json.dumps(prov))
     checks: list[dict[str, Any]] = []
     report = []

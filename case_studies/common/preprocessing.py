@@ -148,3 +148,32 @@ def pick_rows(rows: Sequence[dict[str, Any]], mode: str) -> dict[str, dict[str, 
         if r.get("mode") == mode and r.get("status") == "ok" and r.get("median_us") is not None:
             out.setdefault(r["shape"], {})[r["contender"]] = float(r["median_us"])
     return out
+
+
+def speedup_frame(rows: Sequence[dict[str, Any]], kernel: str, versus: Sequence[str],
+                  params: Sequence[str] = ()) -> Any:
+    """A pandas DataFrame, one row per (shape, mode): the kernel's median, each contender's median and
+    the kernel's speedup over it (`x_<contender>`), and over the fastest of them (`x_best`), plus the
+    named shape parameters. Only "ok" (bit-identical) rows count; a contender that was incorrect or
+    not measured in a mode is absent from that row."""
+    import pandas as pd
+
+    out = []
+    for mode in ("plain", "graph"):
+        table = pick_rows(rows, mode)
+        for shape, med in table.items():
+            if kernel not in med:
+                continue
+            p = next((json.loads(r["params"]) for r in rows if r["shape"] == shape), {})
+            row: dict[str, Any] = {"shape": shape, "mode": mode, **{k: p.get(k) for k in params},
+                                   kernel: med[kernel]}
+            present = [v for v in versus if v in med]
+            for v in present:
+                row[v] = med[v]
+                row[f"x_{v}"] = med[v] / med[kernel]
+            if present:
+                best = min(present, key=lambda v: med[v])
+                row["best_pytorch"] = best
+                row["x_best"] = med[best] / med[kernel]
+            out.append(row)
+    return pd.DataFrame(out)
