@@ -109,20 +109,12 @@ def test_unreadable_yaml_is_a_config_error(tmp_path):
         LLMConfig.from_yaml(tmp_path / "missing.yaml", env={})
 
 
-def test_secret_free_env_drops_secret_looking_variables():
-    from workbench.llm.config import secret_free_env
 
-    env = {
-        "OPENAI_API_KEY": SECRET,
-        "HF_TOKEN": "t",
-        "DB_PASSWORD": "p",
-        "MY_SECRET": "s",
-        "PATH": "/bin",
-        "TRITON_INTERPRET": "1",
-        "WORKBENCH_LLM_BASE_URL": "http://x/v1",
-    }
-    assert secret_free_env(env) == {
-        "PATH": "/bin",
-        "TRITON_INTERPRET": "1",
-        "WORKBENCH_LLM_BASE_URL": "http://x/v1",
-    }
+def test_every_key_variable_is_stripped_from_candidate_processes():
+    # the harness launches candidates with workbench.env.stripped_environ(); the variables this package
+    # reads a key from must all be caught by it
+    from workbench.env import stripped_environ
+    from workbench.llm.config import ENV_VARS
+
+    env = {var: SECRET for var in ENV_VARS["api_key"]} | {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}
+    assert stripped_environ(env) == {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}

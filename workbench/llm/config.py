@@ -200,14 +200,3 @@ def _resolve(value: str, env: Mapping[str, str], key: str) -> tuple[str, str | N
 
     return _VAR_RE.sub(sub, value), only_var
 
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
-
-
-def secret_free_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of `env` (default: os.environ) without variables whose names look like secrets.
-
-    For launching candidate processes: generated code must never be able to read the LLM key.
-    """
-    env = os.environ if env is None else env
-    return {k: v for k, v in env.items() if not _SECRET_NAME.search(k)}
