@@ -109,7 +109,6 @@ def test_unreadable_yaml_is_a_config_error(tmp_path):
         LLMConfig.from_yaml(tmp_path / "missing.yaml", env={})
 
 
-
 def test_every_key_variable_is_stripped_from_candidate_processes():
     # the harness launches candidates with workbench.env.stripped_environ(); the variables this package
     # reads a key from must all be caught by it

@@ -199,4 +199,3 @@ def _resolve(value: str, env: Mapping[str, str], key: str) -> tuple[str, str | N
         raise LLMError("config", f"environment variable {var} (referenced by llm.{key}) is not set")
 
     return _VAR_RE.sub(sub, value), only_var
-
