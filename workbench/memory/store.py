@@ -80,6 +80,8 @@ CREATE INDEX IF NOT EXISTS nodes_best_any ON nodes(spec_key, fitness DESC);
 CREATE INDEX IF NOT EXISTS nodes_fitness ON nodes(fitness DESC);
 CREATE INDEX IF NOT EXISTS nodes_failures ON nodes(spec_key, error_class, created_at)
     WHERE error_class IS NOT NULL;
+CREATE INDEX IF NOT EXISTS nodes_failures_recent ON nodes(spec_key, created_at)
+    WHERE error_class IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS failure_counts (
     spec_key TEXT NOT NULL,
@@ -313,7 +315,7 @@ class Memory:
         platform: str | None = None,
         k: int = 10,
         *,
-        with_text: bool = False,
+        with_text: bool | str = False,
         exclude_run: str | None = None,
     ) -> list[Node]:
         """The k fittest passing nodes, optionally for one spec and platform (fitness descending)."""
@@ -376,7 +378,7 @@ class Memory:
         """
         skip = set(exclude_ids)
         best = [
-            n for n in self.top_k(spec_key, platform, k=k + len(skip), with_text=True) if n.id not in skip
+            n for n in self.top_k(spec_key, platform, k=k + len(skip), with_text="source") if n.id not in skip
         ][:k]
         seen: set[str] = set()
         fails: list[Node] = []
@@ -398,9 +400,11 @@ class Memory:
                 self._conn.execute("SELECT COUNT(*) FROM nodes WHERE run_id = ?", (run_id,)).fetchone()[0]
             )
 
-    def _node_from_row(self, row: sqlite3.Row, with_text: bool) -> Node:
+    def _node_from_row(self, row: sqlite3.Row, with_text: bool | str) -> Node:
+        """`with_text`: True (every text), False (metadata only) or "source" (the code alone)."""
+        src_only = with_text == "source"
         result = None
-        if with_text and row["result_hash"]:
+        if with_text and not src_only and row["result_hash"]:
             result = EvalResult.from_dict(json.loads(self.text(row["result_hash"]) or "{}"))
         node = Node(
             run_id=row["run_id"],
@@ -408,8 +412,8 @@ class Memory:
             operator=row["operator"],
             parents=json.loads(row["parents_json"]),
             source=self.text(row["source_hash"]) if with_text else None,
-            prompt=self.text(row["prompt_hash"]) if with_text else None,
-            response=self.text(row["response_hash"]) if with_text else None,
+            prompt=self.text(row["prompt_hash"]) if with_text and not src_only else None,
+            response=self.text(row["response_hash"]) if with_text and not src_only else None,
             status=row["status"],
             error_class=row["error_class"],
             fitness=row["fitness"],
