@@ -22,7 +22,7 @@ import torch
 from case_studies.common.contenders import Factory
 from case_studies.common.metrics import achieved_gbs
 from case_studies.common.runner import BenchmarkDecl, BenchRow
-from case_studies.common.timing import Timing, bench, bench_graph
+from case_studies.common.timing import Timing, bench, capture_graph
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +67,25 @@ class ExactCase:
     compile_shapes: Callable[[dict[str, Any]], bool] | None = None   # where compile contenders run
 
 
+def _combine(ts: list[Timing], mode: str) -> Timing:
+    """Rounds of one contender: the median of the round medians (and of the round p20s and p80s)."""
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    return Timing(median_us=med([t.median_us for t in ts]), p20_us=med([t.p20_us for t in ts]),
+                  p80_us=med([t.p80_us for t in ts]), n=sum(t.n for t in ts), mode=mode)
+
+
 def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "cuda",
-                        time_budget_s: float | None = None,
+                        time_budget_s: float | None = None, rounds: int = 3,
                         on_row: Callable[[BenchRow], None] | None = None) -> list[BenchRow]:
     """One row per (sweep, shape, contender, mode), checked bit for bit against the reference contender.
 
-    An incorrect contender is still timed (its row says "incorrect" and why); a contender that fails
-    keeps its reason; host-synchronizing contenders get "skipped" graph rows with the reason; past
-    `time_budget_s` the remaining rows are "skipped". The sweep's `dtypes` are labels only.
+    The contenders of a shape are timed in `rounds` interleaved rounds (each gets rep_ms / rounds a
+    round) and a row reports the median of its round medians: launch-bound timings on the lent
+    machine drift by 2-3x over tens of seconds with the host, and interleaving spreads that drift over
+    all contenders instead of charging it to whichever ran late. An incorrect contender is still
+    timed (its row says "incorrect" and why); a contender that fails keeps its reason;
+    host-synchronizing contenders get "skipped" graph rows with the reason; past `time_budget_s` the
+    remaining rows are "skipped". The sweep's `dtypes` are labels only.
     """
     t_start = time.perf_counter()
     rows: list[BenchRow] = []
@@ -104,6 +115,9 @@ def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "
             inputs = case.make_inputs(params, device)
             nbytes = case.nbytes(params, inputs)
             ref = case.contenders[case.reference](params, inputs)()
+            # build and check every contender, capture graphs once
+            timed: dict[tuple[str, str], Callable[[], Any]] = {}
+            info: dict[str, tuple[str, str, float]] = {}
             for c in names:
                 role = case.roles.get(c, "pytorch")
                 t0 = time.perf_counter()
@@ -115,27 +129,43 @@ def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "
                     for m in sweep.modes:
                         emit(BenchRow(**base, contender=c, role=role, mode=m, status="error", error=msg))
                     continue
-                setup_s = round(time.perf_counter() - t0, 3)
-                status = "ok" if same else "incorrect"
+                info[c] = ("ok" if same else "incorrect", why, round(time.perf_counter() - t0, 3))
                 for m in sweep.modes:
                     if m == "graph" and (c in case.no_graph or device != "cuda"):
                         why_skip = ("synchronizes with the host (output size is data): not capturable"
                                     if c in case.no_graph else "CUDA graphs need a CUDA device")
                         emit(BenchRow(**base, contender=c, role=role, mode=m, status="skipped", error=why_skip))
+                    elif m == "graph":
+                        try:
+                            timed[(c, m)] = capture_graph(fn).replay
+                        except Exception as e:
+                            emit(BenchRow(**base, contender=c, role=role, mode=m, status="error",
+                                          error=f"capture: {type(e).__name__}: {e}"))
+                    else:
+                        timed[(c, m)] = fn
+            samples: dict[tuple[str, str], list[Timing]] = {k: [] for k in timed}
+            failed: dict[tuple[str, str], str] = {}
+            for _ in range(max(1, rounds)):
+                for (c, m), fn in timed.items():
+                    if (c, m) in failed:
                         continue
                     try:
-                        t: Timing = (bench_graph(fn, warmup_ms=decl.warmup_ms, rep_ms=decl.rep_ms) if m == "graph"
-                                     else bench(fn, warmup_ms=decl.warmup_ms, rep_ms=decl.rep_ms, device=device))
+                        samples[(c, m)].append(bench(fn, warmup_ms=decl.warmup_ms / rounds,
+                                                     rep_ms=decl.rep_ms / rounds, device=device, mode=m))
                     except Exception as e:
-                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="error",
-                                      error=f"{type(e).__name__}: {e}"))
-                        continue
-                    emit(BenchRow(**base, contender=c, role=role, mode=m, status=status,
-                                  median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, n_iter=t.n,
-                                  bytes=nbytes, gbs=achieved_gbs(nbytes, t.median_us),
-                                  max_abs_err=0.0 if same else None, setup_s=setup_s, error=why))
-                del fn
-            del inputs, ref
+                        failed[(c, m)] = f"{type(e).__name__}: {e}"
+            for (c, m) in timed:
+                role = case.roles.get(c, "pytorch")
+                status, why, setup_s = info[c]
+                if (c, m) in failed:
+                    emit(BenchRow(**base, contender=c, role=role, mode=m, status="error", error=failed[(c, m)]))
+                    continue
+                t = _combine(samples[(c, m)], m)
+                emit(BenchRow(**base, contender=c, role=role, mode=m, status=status,
+                              median_us=t.median_us, p20_us=t.p20_us, p80_us=t.p80_us, n_iter=t.n,
+                              bytes=nbytes, gbs=achieved_gbs(nbytes, t.median_us),
+                              max_abs_err=0.0 if status == "ok" else None, setup_s=setup_s, error=why))
+            del timed, samples, inputs, ref
             if device == "cuda":
                 torch.cuda.empty_cache()
     return rows
