@@ -18,6 +18,13 @@ from typing import Any
 
 from case_studies.common.results import read_rows
 
+
+def launch_mode() -> str:
+    """"graph" while the current CUDA stream is being captured into a graph, else "plain"."""
+    import torch
+
+    return "graph" if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing() else "plain"
+
 log = logging.getLogger(__name__)
 
 
@@ -35,8 +42,8 @@ class ShapeDispatcher:
     exact_params: tuple[str, ...] = ()   # key params that must match exactly (kernel size, stride, ...)
     kernel_contender: str = "triton"
     baseline_contender: str = "eager"
-    # The kernel must win in every launch mode that was recorded for the shape (a user may or may not
-    # replay a CUDA graph; a dispatcher that helps one and hurts the other is not "never slower").
+    # Without a launch mode, the kernel must win in every mode recorded for the shape (a user may or may
+    # not replay a CUDA graph; a dispatcher that helps one and hurts the other is not "never slower").
     modes: tuple[str, ...] = ("plain", "graph")
     margin: float = 1.0            # kernel_us * margin < baseline_us to pick the kernel
     max_log_distance: float = math.log(2.0)
@@ -83,8 +90,9 @@ class ShapeDispatcher:
             out.append((dtype, dict(zip(self.key_params, key, strict=True)), self._wins(cell)[0]))
         return out
 
-    def _wins(self, cell: dict[tuple[str, str], float]) -> tuple[bool, float | None, float | None]:
-        seen = [m for m in self.modes
+    def _wins(self, cell: dict[tuple[str, str], float],
+              modes: tuple[str, ...] | None = None) -> tuple[bool, float | None, float | None]:
+        seen = [m for m in (modes or self.modes)
                 if (self.kernel_contender, m) in cell and (self.baseline_contender, m) in cell]
         if not seen:
             return False, None, None
@@ -93,7 +101,10 @@ class ShapeDispatcher:
         m0 = seen[0]
         return wins, cell[(self.kernel_contender, m0)], cell[(self.baseline_contender, m0)]
 
-    def decide(self, params: dict[str, Any], dtype: str) -> Decision:
+    def decide(self, params: dict[str, Any], dtype: str, mode: str | None = None) -> Decision:
+        """Kernel or PyTorch for this shape. `mode` ("plain" or "graph") compares only that launch mode's
+        recorded medians: a call being captured into a CUDA graph is judged by graph replay, where a
+        single fused kernel's launch cost vanishes; without `mode` the kernel must win in every mode."""
         if not self.supports(params, dtype):
             return Decision(False, "kernel does not support this shape/dtype")
         key = tuple(params[k] for k in self.key_params)
@@ -111,7 +122,7 @@ class ShapeDispatcher:
         if best_d > self.max_log_distance:
             return Decision(False, f"nearest recorded shape is too far (log-distance {best_d:.2f})",
                             dict(zip(self.key_params, best[0], strict=True)))
-        wins, k_us, b_us = self._wins(best[1])
+        wins, k_us, b_us = self._wins(best[1], (mode,) if mode else None)
         matched = dict(zip(self.key_params, best[0], strict=True))
         how = "recorded" if best_d == 0 else f"nearest recorded (log-distance {best_d:.2f})"
         return Decision(wins, f"{how}: kernel {'wins' if wins else 'loses'}", matched, k_us, b_us)

@@ -21,6 +21,7 @@ def _shape(name: str, B: int = 2048, K: int = 3, padding: int | None = None, C_i
             "padding": (K - 1) // 2 if padding is None else padding}
 
 
+MODES = ["plain", "graph"]
 PYTORCH_CORE = ["eager", "conv2d_eager", "compile_default", "conv2d_compile_default"]
 # Sized for a short device lease (about two minutes of measuring): production against every contender,
 # then the kernel-size, batch and out-of-distribution questions against eager and conv2d.
@@ -35,13 +36,13 @@ BENCHMARK = {
          "contenders": [*PYTORCH_CORE, "triton", "triton_gather"], "modes": ["plain", "graph"]},
         # the paper's kernel-size question (it does not say which K production uses)
         {"name": "kernel_size", "shapes": [_shape("k1", K=1), _shape("k5", K=5)],
-         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": ["plain", "graph"]},
+         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
         {"name": "batch", "shapes": [_shape(f"b{b}", B=b) for b in (256, 4096)],
-         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": ["plain", "graph"]},
+         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
         # out of the production distribution: wide channels, stride 2 (the gather kernel; dispatch territory)
         {"name": "ood", "shapes": [_shape("wide", B=64, C_in=512, C_out=512, L=256),
                                    _shape("stride2", B=2048, K=3, stride=2)],
-         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": ["plain", "graph"]},
+         "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
         # inductor's max-autotune takes tens of seconds a shape: measured last, under the run's time budget
         {"name": "max_autotune", "shapes": [_shape("production")], "dtypes": ["float16"],
          "contenders": ["eager", "conv2d_compile_max_autotune"], "modes": ["plain", "graph"]},
@@ -61,13 +62,15 @@ def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[tor
 
 def flops(p: dict[str, Any]) -> float:
     """2 * B * C_out * L_out * C_in * K (one multiply-add per weight tap per output)."""
-    return 2.0 * p["B"] * p["C_out"] * out_length(p["L"], p["K"], p["stride"], p["padding"]) * p["C_in"] * p["K"]
+    l_out = out_length(p["L"], p["K"], p["stride"], p["padding"])
+    return 2.0 * p["B"] * p["C_out"] * l_out * p["C_in"] * p["K"]
 
 
 def nbytes(p: dict[str, Any], dtype: str) -> float:
     """x read once, y written once, weights and bias read once: the compulsory traffic."""
     l_out = out_length(p["L"], p["K"], p["stride"], p["padding"])
-    n = p["B"] * p["C_in"] * p["L"] + p["B"] * p["C_out"] * l_out + p["C_out"] * p["C_in"] * p["K"] + p["C_out"]
+    n = (p["B"] * p["C_in"] * p["L"] + p["B"] * p["C_out"] * l_out + p["C_out"] * p["C_in"] * p["K"]
+         + p["C_out"])
     return float(n * dtype_bytes(dtype))
 
 

@@ -1,6 +1,7 @@
 """conv1d with shape-aware dispatch: the Triton kernel where the recorded H200 benchmark
-(`results/case_studies/conv1d/bench.csv`) shows it beating `F.conv1d` in every launch mode, `F.conv1d`
-everywhere else (CPU tensors, unsupported dtypes, shapes far from anything measured, shapes it loses).
+(`results/case_studies/conv1d/bench.csv`) shows it beating `F.conv1d` in the launch mode of the call
+(graph replay while a CUDA graph is being captured, plain launches otherwise), `F.conv1d` everywhere else
+(CPU tensors, unsupported dtypes, shapes far from anything measured, shapes it loses).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from case_studies.common.dispatch import Decision, ShapeDispatcher
+from case_studies.common.dispatch import Decision, ShapeDispatcher, launch_mode
 
 RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "conv1d" / "bench.csv"
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
@@ -38,14 +39,15 @@ def dispatcher() -> Conv1dDispatcher:
 
 
 def decide(x: torch.Tensor, weight: torch.Tensor, stride: int = 1, padding: int = 0) -> Decision:
-    key = (tuple(x.shape), tuple(weight.shape), stride, padding, x.dtype, x.device.type)
+    mode = launch_mode() if x.is_cuda else "plain"
+    key = (tuple(x.shape), tuple(weight.shape), stride, padding, x.dtype, x.device.type, mode)
     if key not in _decisions:
         if not x.is_cuda:
             _decisions[key] = Decision(False, "not a CUDA tensor")
         else:
             p = {"B": x.shape[0], "C_in": x.shape[1], "L": x.shape[2], "C_out": weight.shape[0],
                  "K": weight.shape[2], "stride": stride, "padding": padding}
-            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."))
+            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."), mode)
     return _decisions[key]
 
 

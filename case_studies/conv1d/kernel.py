@@ -159,13 +159,14 @@ def _autotune_bench(fn, quantiles):
     return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
 
 
-_conv1d_autotuned = triton.autotune(do_bench=_autotune_bench, 
+_conv1d_autotuned = triton.autotune(
+    do_bench=_autotune_bench,
     configs=autotune_configs(), key=["C_in", "C_out", "L_out", "KSIZE"],
     prune_configs_by={"early_config_prune": prune_configs},
 )(_conv1d_kernel)
 
 # -- the Hopper path: TMA loads ------------------------------------------------------------------------
-# Measured on the H200 (results/case_studies/conv1d/checks.json, first run): the gather kernel above ran
+# Measured on the H200 (results/case_studies/conv1d/gpu_run1_checks.json): the gather kernel above ran
 # 760-1430 us in fp16 at the production shape, 2.3x slower than F.conv1d. Its shifted, div/mod-indexed
 # loads are neither vectorizable nor eligible for async copies, so every reduction step waits on memory.
 # On sm_90 the same implicit GEMM reads its shifted x windows with the tensor-memory accelerator instead:
@@ -225,12 +226,15 @@ def _conv1d_tma_kernel(
     # their outputs are masked at the store; rows past the last tap read zeros).
     pid = tl.program_id(0)
     n_co = tl.cdiv(C_out, BLOCK_CO)
-    n_l = tl.cdiv(L_out, BLOCK_L)
+    # outputs [PAD, L_out) only: every box then starts at a coordinate >= 0 (the first [0, PAD) outputs
+    # are left to the gather kernel, see _conv1d_tma). A negative start is the prime suspect for the
+    # "illegal instruction" the first version hit on the H200; not yet confirmed on hardware.
+    n_l = tl.cdiv(L_out - PAD, BLOCK_L)
     pid_co = pid % n_co
     rest = pid // n_co
     pid_l = rest % n_l
     b = rest // n_l
-    l0 = pid_l * BLOCK_L
+    l0 = PAD + pid_l * BLOCK_L
     co0 = pid_co * BLOCK_CO
     acc = tl.zeros((BLOCK_CO, BLOCK_L), dtype=tl.float32)
     n_ci = C_in // BLOCK_CI
@@ -269,9 +273,11 @@ _conv1d_tma_autotuned = triton.autotune(
 )(_conv1d_tma_kernel)
 
 
-def tma_supported(x: torch.Tensor, weight: torch.Tensor, stride: int) -> bool:
+def tma_supported(x: torch.Tensor, weight: torch.Tensor, stride: int, padding: int = 0) -> bool:
     """Whether the TMA path applies: sm_90+, stride 1, contiguous 16-byte aligned rows, C_in % 16 == 0,
-    a sequence at least 64 long (the narrowest box)."""
+    a sequence at least 64 long (the narrowest box), padding < K (the left sliver reads x[:, :, :K-1])."""
+    if padding >= weight.shape[2] or padding < 0:
+        return False
     if not TMA_ENABLED or os.environ.get("TRITON_INTERPRET") == "1" or not x.is_cuda or stride != 1:
         return False
     if torch.cuda.get_device_capability(x.device)[0] < 9 or not x.is_contiguous():
@@ -293,7 +299,8 @@ def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gat
     Cached by pointer, shape, strides, dtype, device and version counter (an in-place update, e.g. an
     optimizer step, repacks), as the paper does, and also by the weight tensor itself (a weak reference):
     a key of pointer and shape alone returned stale weights on the H200 when a freed weight's memory was
-    reused by a new weight of the same shape (results/case_studies/conv1d/checks.json, gather check).
+    reused by a new weight of the same shape (results/case_studies/conv1d/gpu_run2_checks.json,
+    the "gather" check of B4 Cin32 Cout17).
     """
     key = (layout, weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
            weight._version)
@@ -343,7 +350,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     y = torch.empty((bsz, c_out, l_out), dtype=x.dtype, device=x.device)
     if y.numel() == 0:
         return y
-    use_tma = path == "tma" or (path == "auto" and tma_supported(x, weight, stride))
+    use_tma = path == "tma" or (path == "auto" and tma_supported(x, weight, stride, padding))
     if use_tma:
         return _conv1d_tma(x, weight, bias, padding, y, config, autotune, use_cache, probes)
     wp = pack_weight(weight, use_cache)
@@ -393,14 +400,34 @@ def _conv1d_tma(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
                 DOT_PRECISION=FP32_DOT_PRECISION if x.dtype == torch.float32 else "ieee", PROBES=probes)
     if cfg is None:
         def grid(m):
-            return (bsz * triton.cdiv(l_out, m["BLOCK_L"]) * triton.cdiv(c_out, m["BLOCK_CO"]),)
+            return (bsz * triton.cdiv(l_out - padding, m["BLOCK_L"]) * triton.cdiv(c_out, m["BLOCK_CO"]),)
         _conv1d_tma_autotuned[grid](*args, **meta)
     else:
-        grid = (bsz * triton.cdiv(l_out, cfg["BLOCK_L"]) * triton.cdiv(c_out, cfg["BLOCK_CO"]),)
+        grid = (bsz * triton.cdiv(l_out - padding, cfg["BLOCK_L"]) * triton.cdiv(c_out, cfg["BLOCK_CO"]),)
         _conv1d_tma_kernel[grid](*args, **meta, BLOCK_L=cfg["BLOCK_L"], BLOCK_CO=cfg["BLOCK_CO"],
                                  BLOCK_CI=cfg["BLOCK_CI"], num_warps=cfg["num_warps"],
                                  num_stages=cfg["num_stages"])
+    if padding > 0:   # outputs [0, padding) read x[:, :, :K - 1] with left zero padding: a sliver
+        _gather_into(x[:, :, :ksize - 1], weight, bias, padding, y[:, :, :padding], probes)
     return y
+
+
+def _gather_into(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int,
+                 y: torch.Tensor, probes: bool = False) -> None:
+    """The gather kernel with the module-constant tiles, writing into the (strided) view `y`."""
+    bsz, c_in, l_in = x.shape
+    c_out, _, ksize = weight.shape
+    l_out = y.shape[2]
+    wp = pack_weight(weight)
+    cfg = fixed_config()
+    grid = (triton.cdiv(bsz * l_out, cfg["BLOCK_N"]) * triton.cdiv(c_out, cfg["BLOCK_CO"]),)
+    _conv1d_kernel[grid](x, wp, bias if bias is not None else wp, y, bsz, c_in, l_in, c_out, l_out,
+                         *x.stride(), *y.stride(), STRIDE=1, PAD=padding, KSIZE=ksize,
+                         HAS_BIAS=bias is not None,
+                         DOT_PRECISION=FP32_DOT_PRECISION if x.dtype == torch.float32 else "ieee",
+                         UPCAST_DOT=_interpreter_bf16(x.dtype), PROBES=probes, BLOCK_N=cfg["BLOCK_N"],
+                         BLOCK_CO=cfg["BLOCK_CO"], BLOCK_CI=cfg["BLOCK_CI"], num_warps=cfg["num_warps"],
+                         num_stages=cfg["num_stages"])
 
 
 def best_config() -> dict[str, dict]:

@@ -30,7 +30,8 @@ SHAPES = {
 CPU_SHAPES = ["odd"]
 # (atol, rtol). fp16/bf16: one rounding of an output of magnitude ~3; fp32 runs on TF32 tensor cores
 # (ALLOW_TF32), as cuDNN does by default, so it takes the tf32 row rather than the ieee fp32 one.
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-4, 1e-4), "tf32": (1e-2, 1e-2)}
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-4, 1e-4),
+              "tf32": (1e-2, 1e-2)}
 ALLOW_TF32 = True
 
 

@@ -31,7 +31,8 @@ except Exception:  # pragma: no cover - depends on the triton build
     pl = None
 
 # -- tunables, declared as data (docs/CONTRACTS.md) ---------------------------------------------------
-TUNABLES = {"BLOCK_D": [16, 32, 64, 128], "BLOCK_B": [1, 2, 4], "NUM_WARPS": [1, 2, 4, 8], "NUM_STAGES": [1, 2, 3]}
+TUNABLES = {"BLOCK_D": [16, 32, 64, 128], "BLOCK_B": [1, 2, 4], "NUM_WARPS": [1, 2, 4, 8],
+            "NUM_STAGES": [1, 2, 3]}
 BLOCK_D = 32          # 224 = 7 x 32: no masked lanes at the production D
 BLOCK_B = 1
 NUM_WARPS = 4
@@ -106,7 +107,8 @@ def _optimized_fm_kernel(
                     pl.exit_scope("x_t")
             if PROBES:
                 pl.enter_scope("store")
-            o_ptrs = out_ptr + b.to(tl.int64) * o_stride_b + rn[:, None] * o_stride_n + rk[None, :] * o_stride_k
+            o_ptrs = (out_ptr + b.to(tl.int64) * o_stride_b + rn[:, None] * o_stride_n
+                      + rk[None, :] * o_stride_k)
             tl.store(o_ptrs, acc.to(out_ptr.dtype.element_ty), mask=n_mask[:, None] & k_mask[None, :])
             if PROBES:
                 pl.exit_scope("store")
@@ -118,7 +120,8 @@ def _autotune_bench(fn, quantiles):
     return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
 
 
-_optimized_fm_autotuned = triton.autotune(do_bench=_autotune_bench, configs=autotune_configs(), key=["N", "D", "K"])(_optimized_fm_kernel)
+_optimized_fm_autotuned = triton.autotune(configs=autotune_configs(), key=["N", "D", "K"],
+                                          do_bench=_autotune_bench)(_optimized_fm_kernel)
 
 
 def fixed_config() -> dict:

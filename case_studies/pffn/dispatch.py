@@ -1,5 +1,6 @@
 """PFFN with shape-aware dispatch: the fused Triton kernel where the recorded H200 benchmark
-(`results/case_studies/pffn/bench.csv`) shows it beating PyTorch in every launch mode, PyTorch elsewhere."""
+(`results/case_studies/pffn/bench.csv`) shows it beating PyTorch in the launch mode of the call (graph
+replay while a CUDA graph is being captured, plain launches otherwise), PyTorch elsewhere."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,7 @@ from typing import Any
 
 import torch
 
-from case_studies.common.dispatch import Decision, ShapeDispatcher
+from case_studies.common.dispatch import Decision, ShapeDispatcher, launch_mode
 from case_studies.pffn.reference import EPS, pffn_reference
 
 RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "pffn" / "bench.csv"
@@ -37,13 +38,14 @@ def dispatcher() -> PFFNDispatcher:
 
 
 def decide(x: torch.Tensor, w1: torch.Tensor) -> Decision:
-    key = (tuple(x.shape), tuple(w1.shape), x.dtype, x.device.type)
+    mode = launch_mode() if x.is_cuda else "plain"
+    key = (tuple(x.shape), tuple(w1.shape), x.dtype, x.device.type, mode)
     if key not in _decisions:
         if not x.is_cuda:
             _decisions[key] = Decision(False, "not a CUDA tensor")
         else:
             p = {"N": x.shape[0], "B": x.shape[1], "D": x.shape[2], "K": w1.shape[2]}
-            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."))
+            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."), mode)
     return _decisions[key]
 
 

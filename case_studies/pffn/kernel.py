@@ -195,7 +195,7 @@ def _autotune_bench(fn, quantiles):
     return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
 
 
-_pffn_autotuned = triton.autotune(do_bench=_autotune_bench, configs=autotune_configs(), key=["B", "D", "K"],
+_pffn_autotuned = triton.autotune(configs=autotune_configs(), key=["B", "D", "K"], do_bench=_autotune_bench,
                                   prune_configs_by={"early_config_prune": prune_configs})(_pffn_kernel)
 
 

@@ -64,7 +64,8 @@ def test_other_tile_configs():
     ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 1)
     for cfg in ({"BLOCK_N": 32, "BLOCK_CO": 32, "BLOCK_CI": 16, "num_warps": 2, "num_stages": 1},
                 {"BLOCK_N": 64, "BLOCK_CO": 64, "BLOCK_CI": 64, "num_warps": 4, "num_stages": 2}):
-        torch.testing.assert_close(kernel.conv1d(x, w, b, 1, 1, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
+        out = kernel.conv1d(x, w, b, 1, 1, config=cfg).float()
+        torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2)
 
 
 def test_rejects_mismatched_dtypes_and_shapes():
@@ -144,6 +145,8 @@ def test_dispatcher_picks_kernel_only_where_it_wins_in_every_mode(tmp_path):
     assert d.decide(PROD, "float16").use_kernel
     assert d.decide(dict(PROD, B=1500), "float16").use_kernel           # near a recorded win
     assert not d.decide(wide, "float16").use_kernel                     # loses in one launch mode
+    assert d.decide(wide, "float16", "plain").use_kernel                # ... and wins in the other
+    assert not d.decide(wide, "float16", "graph").use_kernel
     assert not d.decide(dict(PROD, B=16), "float16").use_kernel         # too far from anything measured
     assert not d.decide(dict(PROD, K=5, padding=2), "float16").use_kernel   # kernel size must match
     assert not d.decide(PROD, "float32").use_kernel                     # dtype never measured
@@ -160,3 +163,48 @@ def test_dispatcher_ignores_incorrect_rows_and_missing_file(tmp_path):
 def test_dispatched_op_on_cpu_is_pytorch():
     x, w, b = _inputs(SHAPES[0], torch.float32)
     torch.testing.assert_close(dispatched_conv1d(x, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1))
+
+
+def _box(t2d: torch.Tensor, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
+    """A TMA box load: out-of-bounds elements read as zero."""
+    out = torch.zeros(rows, cols, dtype=t2d.dtype)
+    r_lo, c_lo = max(r0, 0), max(c0, 0)
+    r_hi, c_hi = min(r0 + rows, t2d.shape[0]), min(c0 + cols, t2d.shape[1])
+    if r_hi > r_lo and c_hi > c_lo:
+        out[r_lo - r0:r_hi - r0, c_lo - c0:c_hi - c0] = t2d[r_lo:r_hi, c_lo:c_hi]
+    return out
+
+
+@pytest.mark.parametrize("shape,tiles", [((2, 32, 17, 64, 3, 1, 1), (32, 64, 16)),
+                                         ((3, 48, 40, 100, 5, 1, 2), (64, 64, 16)),
+                                         ((2, 32, 96, 70, 1, 1, 0), (64, 128, 32))])
+def test_tma_tiling_logic_emulated(shape, tiles):
+    """The TMA kernel's index arithmetic, replayed in PyTorch (the interpreter cannot run its unaligned
+    boxes): program ids, box coordinates, the weight rows that spill into the next tap, the store masks,
+    and the gather-kernel sliver for outputs [0, padding)."""
+    x, w, b = _inputs(shape, torch.float32)
+    _, _, _, _, k, _, pad = shape
+    bl, bco, bci = tiles
+    bsz, c_in, l_in = x.shape
+    c_out = w.shape[0]
+    l_out = l_in + 2 * pad - k + 1
+    x2d = x.reshape(bsz * c_in, l_in)
+    w2d = kernel.pack_weight(w, layout="tma").reshape(k * c_out, c_in)
+    y = torch.full((bsz, c_out, l_out), float("nan"))
+    n_co, n_l = -(-c_out // bco), -(-(l_out - pad) // bl)
+    for pid in range(bsz * n_l * n_co):
+        pid_co, rest = pid % n_co, pid // n_co
+        pid_l, bb = rest % n_l, rest // n_l
+        l0, co0 = pad + pid_l * bl, pid_co * bco
+        acc = torch.zeros(bco, bl)
+        for it in range((c_in // bci) * k):
+            kk, ci0 = it % k, (it // k) * bci
+            assert l0 + kk - pad >= 0                      # no box starts below zero
+            wt = _box(w2d, kk * c_out + co0, ci0, bco, bci)
+            acc += wt @ _box(x2d, bb * c_in + ci0, l0 + kk - pad, bci, bl)
+        acc += torch.cat([b, torch.zeros(bco)])[co0:co0 + bco, None]
+        co_n, l_n = min(bco, c_out - co0), min(bl, l_out - l0)
+        y[bb, co0:co0 + co_n, l0:l0 + l_n] = acc[:co_n, :l_n]
+    if pad:
+        kernel._gather_into(x[:, :, :k - 1], w, b, pad, y[:, :, :pad])
+    torch.testing.assert_close(y, conv1d_reference(x, w, b, 1, pad), atol=1e-4, rtol=1e-4)
