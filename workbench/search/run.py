@@ -199,7 +199,7 @@ class Run:
                 f"Best node `{best.id}`: fitness **{best.fitness:.4g}** "
                 f"(best seed {self.seed_fitness:.4g}"
                 + (f"; {imp:.2f}x the seed)" if imp else ")")
-                + f", runtime {best.runtime_us} us. Kernel: `best_kernel.py`.",
+                + f", runtime {best.runtime_us or 0:.1f} us. Kernel: `best_kernel.py`.",
                 "",
                 "Lineage of the best node:",
                 "",
