@@ -95,7 +95,17 @@ class VectorIndex:
             top = np.take_along_axis(scores, part, axis=1)
             order = np.argsort(-top, axis=1)
             return np.take_along_axis(top, order, axis=1), np.take_along_axis(part, order, axis=1)
-        return self._impl.search(q, k)
+        faiss = _faiss()
+        if q.shape[0] > 4:
+            return self._impl.search(q, k)
+        # Single queries run on one OpenMP thread: on the loaded 2-core machines a 2-thread flat
+        # search over 100k vectors measured ~170 ms against ~15 ms single-threaded.
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            return self._impl.search(q, k)
+        finally:
+            faiss.omp_set_num_threads(threads)
 
     def save(self, path: Path) -> None:
         if self.backend == "numpy":
