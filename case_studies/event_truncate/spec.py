@@ -2,8 +2,8 @@
 (feature, sample) segment of a KeyedJaggedTensor-style batch.
 
 `Model` is the paper's sequential per-feature baseline (`reference.BatchEventTruncate`). Every
-segment has a length drawn uniformly from 0..MAX_EVENTS (so empty segments occur); values are random
-int64 event ids. MAX_LEN < MAX_EVENTS needs truncation; MAX_LEN = MAX_EVENTS needs none.
+segment has a length uniform on 0..MAX_EVENTS (so empty segments occur), drawn in complementary pairs
+so the total is fixed by the shape; values are random int64 event ids. MAX_LEN < MAX_EVENTS needs truncation; MAX_LEN = MAX_EVENTS needs none.
 Outputs: (new_values, new_offsets).
 """
 from __future__ import annotations
@@ -28,8 +28,20 @@ SHAPES = {
 EXACT = True
 
 
+def make_lengths(segments: int, max_events: int) -> torch.Tensor:
+    """Lengths uniform on 0..max_events, drawn in pairs (l, max_events - l) and shuffled, so that the
+    total (the values tensor's size) depends on the shape only: the harness refills the same input
+    buffers with new draws, which needs fixed shapes."""
+    half = torch.randint(0, max_events + 1, (segments // 2,), dtype=torch.int64)
+    parts = [half, max_events - half]
+    if segments % 2:
+        parts.append(torch.tensor([max_events // 2], dtype=torch.int64))
+    lengths = torch.cat(parts)
+    return lengths[torch.randperm(segments)]
+
+
 def make_batch(num_features: int, batch: int, max_events: int) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.randint(0, max_events + 1, (num_features * batch,), dtype=torch.int64)
+    lengths = make_lengths(num_features * batch, max_events)
     offsets = torch.zeros(lengths.numel() + 1, dtype=torch.int64)
     torch.cumsum(lengths, 0, out=offsets[1:])
     values = torch.randint(-(2**62), 2**62, (int(offsets[-1]),), dtype=torch.int64)

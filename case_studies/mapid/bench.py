@@ -86,9 +86,9 @@ def _module(kind: str, **kw: Any) -> Any:
             from case_studies.mapid import kernel
 
             if kind.startswith("bucket_s"):     # directory spread other than the module default
-                m = _cached(key, lambda: kernel.ModelNew(vocab, variant="bucket", spread=int(kind[-1])))
+                m = _cached(key, lambda: kernel.MapIdKernel(vocab, variant="bucket", spread=int(kind[-1])))
             else:
-                m = _cached(key, lambda: kernel.ModelNew(vocab, variant=kind))
+                m = _cached(key, lambda: kernel.MapIdKernel(vocab, variant=kind))
         m(ids)          # compile the Triton kernel outside the timing loop
         return lambda: m(ids)
     return make

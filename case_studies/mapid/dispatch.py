@@ -27,10 +27,10 @@ class MapIdDispatch(torch.nn.Module):
 
     def __init__(self, vocab: torch.Tensor, results_csv: str | Path | None = None):
         super().__init__()
-        from case_studies.mapid.kernel import ModelNew
+        from case_studies.mapid.kernel import MapIdKernel
 
         self.pytorch = MapIdTransform(vocab)
-        self.kernel = ModelNew(vocab, variant="bucket")
+        self.kernel = MapIdKernel(vocab, variant="bucket")
         self.dispatcher = MapIdDispatcher(results_csv or RESULTS_CSV)
         self.decisions: dict[tuple, Decision] = {}
 

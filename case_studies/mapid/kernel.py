@@ -260,8 +260,8 @@ def mapid_bsearch(ids: torch.Tensor, vocab: torch.Tensor, *, block: int | None =
     return out
 
 
-class ModelNew(torch.nn.Module):
-    """Same constructor and forward as `reference.MapIdTransform`, one Triton launch per call."""
+class MapIdKernel(torch.nn.Module):
+    """MapIdTransform through one of the three variants (module defaults: VARIANT, BUCKET_SPREAD)."""
 
     def __init__(self, vocab: torch.Tensor, variant: str | None = None, spread: int | None = None):
         super().__init__()
@@ -286,3 +286,10 @@ class ModelNew(torch.nn.Module):
         if self.variant == "hash":
             return mapid_hash(ids, self.table, self.log2m)
         return mapid_bsearch(ids, self.vocab)
+
+
+class ModelNew(MapIdKernel):
+    """Same constructor and forward as `reference.MapIdTransform`, one Triton launch per call."""
+
+    def __init__(self, vocab: torch.Tensor):
+        super().__init__(vocab)

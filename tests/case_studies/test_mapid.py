@@ -31,7 +31,7 @@ def _check_all(vocab: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     assert ref.dtype == torch.int64 and ref.shape == ids.shape
     assert torch.equal(MapIdTransformVectorized(vocab)(ids), ref)
     for v in VARIANTS:
-        out = kernel.ModelNew(vocab, variant=v)(ids)
+        out = kernel.MapIdKernel(vocab, variant=v)(ids)
         assert out.dtype == ref.dtype and out.shape == ref.shape, v
         assert torch.equal(out, ref), f"{v}: {int((out != ref).sum())} of {ref.numel()} differ"
     return ref
@@ -69,7 +69,7 @@ def test_clustered_vocabulary() -> None:
     ids = torch.arange(-310, 1720, 1, dtype=torch.int64)
     _check_all(vocab, ids)
     for spread in (1, 2):
-        m = kernel.ModelNew(vocab, variant="bucket", spread=spread)
+        m = kernel.MapIdKernel(vocab, variant="bucket", spread=spread)
         assert torch.equal(m(ids), MapIdTransform(vocab)(ids))
 
 
