@@ -207,3 +207,22 @@ def speedup_frame(rows: Sequence[dict[str, Any]], kernel: str, versus: Sequence[
                 row["x_best"] = med[best] / med[kernel]
             out.append(row)
     return pd.DataFrame(out)
+
+
+def markdown_table(frame: Any, columns: Sequence[str], digits: int = 1) -> str:
+    """A GitHub markdown table of `frame[columns]` (numbers rounded, missing cells as "-"), for READMEs
+    generated from the recorded CSVs rather than typed by hand."""
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    lines = []
+    for _, r in frame.iterrows():
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if v is None or (isinstance(v, float) and v != v):
+                cells.append("-")
+            elif isinstance(v, float):
+                cells.append(f"{v:.2f}x" if c.startswith("x_") else f"{v:.{digits}f}")
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return head + "\n".join(lines) + "\n"
