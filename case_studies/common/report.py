@@ -170,3 +170,21 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def paper_comparison(rows: Sequence[dict[str, Any]], paper: Sequence[dict[str, Any]],
+                     kernel: str = "triton") -> list[dict[str, Any]]:
+    """The paper's reported speedup range next to ours, per launch mode, against the same contender."""
+    table = {(r["shape"], r["dtype"], r["mode"]): r for r in wide(rows)}
+    out = []
+    for p in paper:
+        for mode in ("plain", "graph"):
+            cell = table.get((p["shape"], p["dtype"], mode))
+            ours = base = None
+            if cell is not None:
+                ours, base = cell.get(kernel), cell.get(p["versus"])
+            out.append({"shape": p["shape"], "dtype": p["dtype"], "mode": mode, "versus": p["versus"],
+                        "paper_low": p["low"], "paper_high": p["high"],
+                        "ours": (base / ours) if ours and base else None,
+                        "meets_paper": (base / ours >= p["low"]) if ours and base else None})
+    return out

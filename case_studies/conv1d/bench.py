@@ -49,6 +49,16 @@ BENCHMARK = {
     ],
 }
 
+
+# The paper's reported speedups (Table 3, section 5.1; H100, FP16 serving / FP32 training), for the
+# notebook to show beside ours. `versus` names our contender that plays the paper's baseline.
+PAPER_SPEEDUPS = [
+    {"shape": "production", "dtype": "float16", "versus": "eager", "low": 2.30, "high": 2.30},
+    {"shape": "production", "dtype": "float16", "versus": "conv2d_eager", "low": 1.62, "high": 1.62},
+    {"shape": "production", "dtype": "float32", "versus": "eager", "low": 1.73, "high": 1.73},
+    {"shape": "production", "dtype": "float32", "versus": "conv2d_eager", "low": 1.30, "high": 1.30},
+]
+
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-2, 1e-2)}  # fp32: TF32
 
 

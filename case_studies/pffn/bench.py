@@ -38,6 +38,16 @@ BENCHMARK = {
     ],
 }
 
+
+# The paper's reported speedups over PyTorch (section 5.3.2; H100), for the notebook.
+PAPER_SPEEDUPS = [
+    {"shape": "b64_d128", "dtype": "float16", "versus": "eager", "low": 2.0, "high": 2.6},
+    {"shape": "b256_d256", "dtype": "float16", "versus": "eager", "low": 2.0, "high": 2.6},
+    {"shape": "b512_d256", "dtype": "float16", "versus": "eager", "low": 1.2, "high": 1.4},
+    {"shape": "b1024_d256", "dtype": "float16", "versus": "eager", "low": 1.2, "high": 1.4},
+    {"shape": "b4096_d256", "dtype": "float16", "versus": "eager", "low": 1.2, "high": 1.4},
+]
+
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-4, 1e-4)}
 
 
