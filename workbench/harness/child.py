@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -276,21 +276,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         finish(status, f"{stage}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
 
 
-def _read_go(fd: int) -> dict[str, Any] | None:
-    """Block until the server sends the candidate's report (or closes the pipe to abort)."""
-    chunks = []
-    while True:
-        data = os.read(fd, 1 << 16)
-        if not data:
-            break
-        chunks.append(data)
-        if data.endswith(b"\n"):
-            break
-    text = b"".join(chunks).decode().strip()
-    return json.loads(text) if text else None
-
-
-def run_reference(job: dict[str, Any], go_fd: int, cand_dir: Path, result_fd: int,
+def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: Path, result_fd: int,
                   cached_baseline: dict[str, float] | None) -> None:
     """Entry point of the reference process.
 
@@ -314,25 +300,33 @@ def run_reference(job: dict[str, Any], go_fd: int, cand_dir: Path, result_fd: in
             for t in range(plan.trials):
                 host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu")
         out["timings_s"]["reference_prepare"] = time.perf_counter() - t0
-        cand = _read_go(go_fd)
-        if cand is None:
+        line = read_go()  # blocks until the candidate process is gone; EOF means abort
+        if not line.strip():
             return
+        cand = json.loads(line)
         t0 = time.perf_counter()
-        by_shape: dict[int, list[dict[str, Any]]] = {}
-        for o in cand.get("outputs", []):
-            by_shape.setdefault(o["shape_idx"], []).append(o)
+        # What must be judged comes from this process's own plan, not from the candidate's report.
         check = cand.get("timing_check")
         for si, (shape_name, shape_over) in enumerate(plan.shapes):
             _plan.apply_shape(spec, base, shape_over)
             init_inputs = _plan.build_init_inputs(spec, plan.model_seed(si), device)
             torch.manual_seed(plan.model_seed(si))
             model = spec.module.Model(*init_inputs).to(device)
-            todo = [(o["trial"], o["file"]) for o in by_shape.get(si, [])]
-            if check and check["shape_idx"] == si:
-                todo.append((-1, check["file"]))
+            todo = [(t, f"out_{si}_{t}.pt") for t in range(plan.trials)]
+            timed_here = shape_name == plan.timed_shape and not job.get("skip_timing")
+            if timed_here:
+                if not check or not (cand_dir / "out_timing.pt").exists():
+                    out["correct"] = False
+                    out["problems"].append(f"shape {shape_name}: the timed repetitions left no output to check")
+                    continue
+                todo.append((-1, "out_timing.pt"))
             for trial, fname in todo:
+                if not (cand_dir / fname).exists():
+                    out["correct"] = False
+                    out["problems"].append(f"shape {shape_name}: no output saved for trial {trial}")
+                    continue
                 if trial == -1:
-                    inputs = _plan.build_inputs(spec, plan.timing_seed(check["set"]), device)
+                    inputs = _plan.build_inputs(spec, plan.timing_seed(int(check["set"]) % N_TIMING_SETS), device)
                 else:
                     inputs = _plan.to_device(host.pop((si, trial)), device)
                 with torch.no_grad():

@@ -17,29 +17,11 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger("workbench.harness.server")
-
-
-def _child(fn: Callable[[int], None]) -> tuple[int, int]:
-    """Fork; the child runs fn(write_fd) and exits hard. Returns (pid, read_fd)."""
-    r, w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.close(r)
-            fn(w)
-        except BaseException:  # noqa: BLE001 - last resort in a child that must not return
-            code = 70
-        finally:
-            os._exit(code)
-    os.close(w)
-    return pid, r
 
 
 def _rss_bytes(pid: int) -> int:
@@ -115,31 +97,127 @@ def _tail_file(path: Path, n: int = 2000) -> str:
         return ""
 
 
+@dataclass
+class _Spare:
+    """A forked child waiting for its job: CUDA context already created, nothing job-specific yet."""
+
+    role: str       # "candidate" | "reference"
+    pid: int
+    job_w: int      # the server writes the job (and, for the reference, the go line) here
+    result_r: int   # the child's report arrives here
+
+
 class Server:
     def __init__(self, device: str) -> None:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-"))
+        self._fds: set[int] = set()  # server-side ends of every spare's pipes: closed in each new child
+        self._spares: dict[str, _Spare | None] = {"candidate": None, "reference": None}
 
-    def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
+    # -- warm spares ---------------------------------------------------------------------------
+    def _spawn(self, role: str) -> _Spare:
+        job_r, job_w = os.pipe()
+        res_r, res_w = os.pipe()
+        inherited = set(self._fds)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                # A candidate must reach no other process's pipes (a forged "go" line, say).
+                for fd in inherited | {job_w, res_r}:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                self._spare_main(role, job_r, res_w)
+            except BaseException:  # noqa: BLE001 - a child must never return into the server loop
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(job_r)
+        os.close(res_w)
+        self._fds.update((job_w, res_r))
+        return _Spare(role, pid, job_w, res_r)
+
+    def _spare_main(self, role: str, job_r: int, res_w: int) -> None:
         from workbench.harness import child
 
+        if role == "reference":
+            out = os.open(self.root / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+        if self.device == "cuda":
+            import torch
+
+            torch.zeros(1, device="cuda")  # the context costs seconds: pay it before the job arrives
+        reader = os.fdopen(job_r, "rb")
+        line = reader.readline()
+        if not line.strip():
+            return
+        job = json.loads(line)
+        if role == "candidate":
+            reader.close()  # the candidate gets no channel back to the server
+            child.run_candidate(job, Path(job["sandbox"]), res_w)
+        else:
+            child.run_reference(job, reader.readline, Path(job["sandbox"]), res_w, job.get("cached_baseline"))
+
+    def ensure_spares(self) -> None:
+        for role in ("reference", "candidate"):
+            sp = self._spares[role]
+            if sp is not None and os.waitpid(sp.pid, os.WNOHANG) != (0, 0):
+                self._close(sp.job_w)  # it died while waiting: reaped above, replace it
+                self._close(sp.result_r)
+                sp = None
+            if sp is None:
+                self._spares[role] = self._spawn(role)
+
+    def _take(self, role: str) -> _Spare:
+        sp = self._spares[role]
+        self._spares[role] = None
+        if sp is None:
+            sp = self._spawn(role)
+        return sp
+
+    def _close(self, fd: int) -> None:
+        if fd in self._fds:
+            self._fds.discard(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _send(self, sp: _Spare, obj: dict[str, Any]) -> None:
+        try:
+            os.write(sp.job_w, (json.dumps(obj) + "\n").encode())
+        except BrokenPipeError:  # the child already reported (a bad spec) or died: its report says which
+            pass
+
+    # -- one job --------------------------------------------------------------------------------
+    def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         job["device"] = self.device
         timeout = float(job.get("timeout_s", 300.0))
         rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30) if self.device == "cuda" else 0
         sandbox = Path(tempfile.mkdtemp(prefix="cand-", dir=self.root))
         (sandbox / "candidate.py").write_text(job["candidate_source"])
+        job["sandbox"] = str(sandbox)
         res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
                                "trials": int(job.get("trials", 3))}
         key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
-        cached = self.baselines.get(key) if job.get("cache_baseline", True) else None
-        go_r, go_w = os.pipe()
-        ref_pid, ref_fd = _child(lambda w: self._reference(job, go_r, go_w, sandbox, w, cached))
-        os.close(go_r)
+        job["cached_baseline"] = self.baselines.get(key) if job.get("cache_baseline", True) else None
+        ref = self._take("reference")
+        cand_p = self._take("candidate")
+        ref_waited = False
         try:
-            pid, fd = _child(lambda w: (os.close(go_w), os.close(ref_fd), child.run_candidate(job, sandbox, w)))
-            data, failure, status = _wait(pid, fd, timeout, rss_limit)
+            # The reference process prepares (spec, host inputs) while the candidate runs.
+            self._send(ref, job)
+            self._send(cand_p, job)
+            self._close(cand_p.job_w)
+            self._fds.discard(cand_p.result_r)
+            data, failure, status = _wait(cand_p.pid, cand_p.result_r, timeout, rss_limit)
             cand = _last_json(data) if not failure else None
             res["stdout_tail"] = _tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt")
             if failure == "timeout":
@@ -154,60 +232,46 @@ class Server:
             res["timings_s"].update(cand.get("timings_s", {}))
             if cand["status"] != "passed":
                 return self._done(res, cand["status"], cand.get("error", ""), t0)
-            try:
-                os.write(go_w, (json.dumps(cand) + "\n").encode())
-            except BrokenPipeError:  # the reference process already reported (a bad spec)
-                pass
-            os.close(go_w)
-            go_w = -1
-            data, failure, status = _wait(ref_pid, ref_fd, max(timeout, 600.0), 0)
-            ref_pid = -1
-            ref = _last_json(data)
-            if ref is None:
+            self._send(ref, cand)
+            self._close(ref.job_w)
+            self._fds.discard(ref.result_r)
+            data, failure, status = _wait(ref.pid, ref.result_r, max(timeout, 600.0), 0)
+            ref_waited = True
+            verdict = _last_json(data)
+            if verdict is None:
                 return self._done(res, "infra_error", f"reference process {_describe_exit(status)} "
                                   f"({failure or 'no report'})", t0)
-            if "bad_spec" in ref:
-                return self._done(res, "bad_spec", ref["bad_spec"], t0)
-            if "reference_error" in ref:
-                return self._done(res, "bad_spec", "the spec's Model failed: " + ref["reference_error"], t0)
-            res["timings_s"].update(ref.get("timings_s", {}))
-            res["max_abs_err"] = ref.get("max_abs_err")
-            res["max_rel_err"] = ref.get("max_rel_err")
-            if not ref["correct"]:
-                return self._done(res, "incorrect", "output mismatch: " + "\n".join(ref["problems"][:8]), t0)
-            if "baseline" in ref:
-                self.baselines[key] = ref["baseline"]
-                res["baseline"] = ref["baseline"]
+            if "bad_spec" in verdict:
+                return self._done(res, "bad_spec", verdict["bad_spec"], t0)
+            if "reference_error" in verdict:
+                return self._done(res, "bad_spec", "the spec's Model failed: " + verdict["reference_error"], t0)
+            res["timings_s"].update(verdict.get("timings_s", {}))
+            res["max_abs_err"] = verdict.get("max_abs_err")
+            res["max_rel_err"] = verdict.get("max_rel_err")
+            if not verdict["correct"]:
+                return self._done(res, "incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]), t0)
+            if "baseline" in verdict:
+                self.baselines[key] = verdict["baseline"]
+                res["baseline"] = verdict["baseline"]
             return self._done(res, "passed", "", t0)
         finally:
-            if go_w >= 0:
-                os.close(go_w)  # the reference process reads EOF: abort
-            if ref_pid > 0:
-                _kill_group(ref_pid)
+            self._close(cand_p.job_w)
+            self._close(ref.job_w)  # EOF tells a waiting reference process to abort
+            if not ref_waited:
+                _kill_group(ref.pid)
+                self._close(ref.result_r)
                 try:
-                    os.close(ref_fd)
-                except OSError:
+                    os.waitpid(ref.pid, 0)
+                except ChildProcessError:
                     pass
-                os.waitpid(ref_pid, 0)
             if not job.get("keep_sandbox"):
                 shutil.rmtree(sandbox, ignore_errors=True)
-
-    def _reference(self, job: dict[str, Any], go_r: int, go_w: int, sandbox: Path, w: int,
-                   cached: dict[str, float] | None) -> None:
-        from workbench.harness import child
-
-        os.close(go_w)
-        out = os.open(self.root / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        child.run_reference(job, go_r, sandbox, w, cached)
 
     def _done(self, res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
         res["status"] = status
         if error:
             res["error"] = error
         res["timings_s"]["server_wall"] = time.perf_counter() - t0
-        res.setdefault("trials", 0)
         return res
 
 
@@ -229,6 +293,7 @@ def main() -> None:
 
     opcheck.install_triton_wrappers()
     server = Server(device)
+    server.ensure_spares()
     out = sys.stdout
     out.write(json.dumps({"ready": True, "startup_s": time.perf_counter() - t0, "pid": os.getpid()}) + "\n")
     out.flush()
@@ -244,6 +309,7 @@ def main() -> None:
                 res = {"status": "infra_error", "error": f"harness server: {type(exc).__name__}: {exc}"}
             out.write(json.dumps(res) + "\n")
             out.flush()
+            server.ensure_spares()  # while the client digests this result
     finally:
         shutil.rmtree(server.root, ignore_errors=True)
 

@@ -109,7 +109,7 @@ def _main(args: argparse.Namespace) -> int:
         return 2
     print(run.table())
     print(f"\nrun {run.run_id}: {run.run_dir}/ (best_kernel.py, tree.json, fitness.png, report.md)")
-    if run.stop.rule in ("bad_spec", "llm_unavailable", "seeds_failed"):
+    if run.stop.rule in ("bad_spec", "llm_unavailable", "seeds_failed", "evaluator_failed"):
         print(f"workbench optimize: error: {run.stop.message}", file=sys.stderr)
         return 2 if run.stop.rule != "seeds_failed" else 1
     if run.stop.rule == "interrupted":

@@ -44,6 +44,7 @@ RESUMABLE = (
     "timeout_s",
 )
 _MAX_DISCARDS = 25  # consecutive proposals that bring nothing new before the space counts as exhausted
+_MAX_INFRA_STREAK = 3  # consecutive infra_error results: the evaluator is broken, not the candidates
 
 
 def new_run_id(spec_path: str) -> str:
@@ -108,6 +109,7 @@ class SearchEngine:
         self._seq = 0
         self._seed_ids: list[str] = []
         self._discards = 0
+        self._infra_streak = 0
         self.failures: Counter[str] = Counter()
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -190,8 +192,8 @@ class SearchEngine:
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self) -> Run:
+        evaluator = self.evaluator  # first: a backend that cannot start must not leave a "running" run behind
         to_submit = self._start()
-        evaluator = self.evaluator
         pool = ThreadPoolExecutor(max_workers=max(1, evaluator.capacity), thread_name_prefix="operator")
         gens: dict[Future[Proposal], Selection] = {}
         evals: dict[Future[EvalResult], Node] = {}
@@ -405,6 +407,13 @@ class SearchEngine:
         if label:
             node.platform = label
         self._record(node)
+        self._infra_streak = self._infra_streak + 1 if result.status == Status.INFRA_ERROR else 0
+        if self._infra_streak >= _MAX_INFRA_STREAK and self.stop is None:
+            self.stop = T.Stop(
+                T.EVALUATOR_FAILED,
+                f"{self._infra_streak} evaluations in a row failed in the "
+                f"evaluation infrastructure: {result.summary()}",
+            )
         if result.status == Status.BAD_SPEC and self.stop is None:
             self.stop = T.Stop(T.BAD_SPEC, f"the spec could not be used: {result.summary()}")
         if node.id in self._seed_ids:
@@ -441,7 +450,7 @@ class SearchEngine:
 
     def _conclude(self) -> Run:
         stop = self.stop or T.Stop("unknown", "the loop ended without a rule")
-        failed_rules = {T.BAD_SPEC, T.LLM_FATAL, T.SEEDS_FAILED}
+        failed_rules = {T.BAD_SPEC, T.LLM_FATAL, T.SEEDS_FAILED, T.EVALUATOR_FAILED}
         status = (
             "failed"
             if stop.rule in failed_rules

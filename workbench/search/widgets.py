@@ -1,5 +1,6 @@
 """An ipywidgets browser of a search tree: pick a node, read its code, its diff against its parent,
 its diagnosis, and the prompt and response that produced it. Needs the `lab` extra."""
+
 from __future__ import annotations
 
 import html
@@ -33,9 +34,14 @@ def tree_explorer(run: Any) -> Any:
 
     nodes = list(run.tree)
     best = run.best
-    options = [(("* " if best is not None and n.id == best.id else "  ") + node_label(n), n.id) for n in nodes]
-    picker = w.Select(options=options, rows=min(18, max(6, len(options))),
-                      layout=w.Layout(width="46%", font_family="monospace"))
+    options = [
+        (("* " if best is not None and n.id == best.id else "  ") + node_label(n), n.id) for n in nodes
+    ]
+    picker = w.Select(
+        options=options,
+        rows=min(18, max(6, len(options))),
+        layout=w.Layout(width="46%", font_family="monospace"),
+    )
     header = w.HTML()
     panes = {name: w.HTML() for name in ("code", "diff vs parent", "diagnosis", "prompt", "response")}
     tabs = w.Tab(children=list(panes.values()))
@@ -45,9 +51,11 @@ def tree_explorer(run: Any) -> Any:
     def show(change: Any = None) -> None:
         n = run.tree[picker.value]
         parents = ", ".join(n.parents) or "none"
-        header.value = (f"<b>node {n.id}</b> ({n.operator}, parents: {parents}, island {n.island}) "
-                        f"status <b>{n.status}</b>, fitness <b>{n.fitness:.4g}</b>, runtime {n.runtime_us} us, "
-                        f"tokens {n.prompt_tokens}+{n.completion_tokens}")
+        header.value = (
+            f"<b>node {n.id}</b> ({n.operator}, parents: {parents}, island {n.island}) "
+            f"status <b>{n.status}</b>, fitness <b>{n.fitness:.4g}</b>, runtime {n.runtime_us} us, "
+            f"tokens {n.prompt_tokens}+{n.completion_tokens}"
+        )
         panes["code"].value = _pre(n.source, "no candidate: generation failed")
         panes["diff vs parent"].value = _diff_html(run.diff(n.id))
         panes["diagnosis"].value = _pre(n.diagnosis)

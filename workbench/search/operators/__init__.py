@@ -67,5 +67,7 @@ def make_operator(
     from workbench.llm import get_provider
 
     provider = get_provider(llm, **llm_cfg)
-    op = LLMOperator(provider, UniversalPromptBuilder(template, retriever=retriever))
+    op = LLMOperator(
+        provider, UniversalPromptBuilder(template, retriever=retriever), concurrent=llm == "openai"
+    )
     return OperatorMix(op, offline, offline_share=offline_share) if offline_share > 0 else op

@@ -207,8 +207,11 @@ class LLMOperator(Operator):
         *,
         max_tokens: int = 2048,
         temperature: float = 0.7,
+        concurrent: bool = True,
     ) -> None:
         self.provider = provider
+        # a local model generates one reply at a time; an HTTP endpoint takes parallel requests
+        self._call_lock = None if concurrent else threading.Lock()
         self.builder = builder or UniversalPromptBuilder()
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -227,7 +230,15 @@ class LLMOperator(Operator):
         from workbench.llm.parse import extract_code
 
         try:
-            reply = self.provider.generate(messages, max_tokens=self.max_tokens, temperature=self.temperature)
+            if self._call_lock is None:
+                reply = self.provider.generate(
+                    messages, max_tokens=self.max_tokens, temperature=self.temperature
+                )
+            else:
+                with self._call_lock:
+                    reply = self.provider.generate(
+                        messages, max_tokens=self.max_tokens, temperature=self.temperature
+                    )
         except LLMError as exc:
             kind_ = getattr(exc, "kind", "bad_response")
             return Proposal(
