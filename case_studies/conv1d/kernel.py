@@ -182,9 +182,12 @@ TMA_AUTOTUNE_SPACE = [
 ]
 TMA_BLOCK_L = 128
 # The first GPU run with device-side descriptors (tl.make_tensor_descriptor) died with "illegal
-# instruction"; host-side descriptors are the path Triton's own Hopper tutorials take. Set
-# CONV1D_DISABLE_TMA=1 to force the gather kernel (run_gpu_part1.py does so if a probe launch fails).
-TMA_ENABLED = os.environ.get("CONV1D_DISABLE_TMA") != "1"
+# instruction"; the second, with host-side descriptors, failed its isolated probe too. The path is
+# therefore OFF unless CONV1D_TMA=1: an illegal instruction poisons the whole process (the harness's
+# worker, a search run), so it must not be the default before a hardware probe passes.
+# case_studies/run_gpu_part1.py probes it in a child process and turns it on for its own run only if
+# the probe passes.
+TMA_ENABLED = os.environ.get("CONV1D_TMA") == "1"
 
 
 def _set_tma_blocks(nargs: dict) -> None:
