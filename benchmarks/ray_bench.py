@@ -34,7 +34,7 @@ from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402
 ensure_interpreter_if_no_gpu()
 
 from workbench.evaluator import EvalJob, LocalPoolEvaluator  # noqa: E402
-from workbench.result import EvalResult  # noqa: E402
+from workbench.result import EvalResult, Status  # noqa: E402
 
 SPEC = str(ROOT / "examples" / "vector_add" / "spec.py")
 SEED = ROOT / "examples" / "vector_add" / "candidate.py"
@@ -135,7 +135,6 @@ def cost_split(results: list[EvalResult], gen_s: list[float]) -> dict[str, Any]:
 def memory_write_rate(n: int = 400) -> dict[str, Any]:
     """Nodes per second into the SQLite memory store, one commit per node (how the search saves)."""
     from workbench.memory import Memory, Node
-    from workbench.result import Status
 
     out: dict[str, Any] = {}
     src = SEED.read_text()
@@ -163,8 +162,57 @@ def memory_write_rate(n: int = 400) -> dict[str, Any]:
                 secs.append(time.perf_counter() - t)
             mem.close()
         key = "durable" if durable else "default"
-        out[key] = {"per_node_ms": stats(secs, 1e3), "nodes_per_s_median": 1.0 / statistics.median(secs)}
+        out[key] = {
+            "per_node_ms": stats(secs, 1e3),
+            "nodes_per_s_median": 1.0 / statistics.median(secs),
+            "nodes_per_s_sustained": n / sum(secs),
+        }
     return out
+
+
+def dispatcher_capacity(n_jobs: int = 20000, n_slots: int = 512) -> dict[str, Any]:
+    """Driver-side scheduling ceiling: jobs/s through the dispatcher with workers that answer at once.
+
+    No Ray here: this is the cost of the driver's own bookkeeping per evaluation (one thread), the part
+    that does not shrink when more GPUs are added.
+    """
+    from workbench.distributed.dispatcher import IDLE, Dispatcher, Slot
+
+    class Instant:
+        def spawn(self, slot, post):
+            post(("ready", slot.name, slot.generation, {}))
+
+        def launch(self, slot, job, post):
+            post(("done", slot.name, slot.generation, (EvalResult(status=Status.PASSED), 0.0)))
+
+        def kill(self, slot):
+            pass
+
+    slots = [Slot(name=f"gpu#{i}", platform="cuda:sm_90", state=IDLE) for i in range(n_slots)]
+    d = Dispatcher(Instant(), slots)
+    batch = [EvalJob(spec_path="s.py", candidate_source="x") for _ in range(n_jobs)]
+    t = time.perf_counter()
+    futs = [d.submit(j) for j in batch]
+    for f in futs:
+        f.result(timeout=600)
+    wall = time.perf_counter() - t
+    d.close()
+    return {"jobs": n_jobs, "slots": n_slots, "wall_s": wall, "jobs_per_s": n_jobs / wall}
+
+
+def ray_call_floor(ev: Any, n: int = 200) -> dict[str, Any]:
+    """Round trip of a no-op actor call (driver -> worker -> driver): Ray's floor per evaluation."""
+    import ray
+
+    w = ev.workers()[0]
+    handle = ev._dispatcher._slots[w["name"]].handle
+    ray.get(handle.pid.remote())
+    secs = []
+    for _ in range(n):
+        t = time.perf_counter()
+        ray.get(handle.pid.remote())
+        secs.append(time.perf_counter() - t)
+    return {"per_call_ms": stats(secs, 1e3)}
 
 
 def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
@@ -221,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=12, help="candidates per batch")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-fault", action="store_true")
+    ap.add_argument(
+        "--address",
+        default=os.environ.get("RAY_ADDRESS"),
+        help="join this cluster instead of starting one (default: RAY_ADDRESS)",
+    )
     ap.add_argument("--out", default=str(ROOT / "results" / "distributed" / "ray_bench_cpu.json"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -255,15 +308,23 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.distributed.ray_backend import RayEvaluator, start_local_cluster
 
     t = time.perf_counter()
-    start_local_cluster(
-        num_cpus=args.workers + 2,
-        resources={"platform:cpu": args.workers + 2},
-        include_dashboard=False,
-        log_to_driver=False,
-    )
+    if args.address:
+        ray.init(address=args.address, log_to_driver=False)
+    else:
+        start_local_cluster(
+            num_cpus=args.workers + 2,
+            resources={"platform:cpu": args.workers + 2},
+            include_dashboard=False,
+            log_to_driver=False,
+        )
     cluster_s = time.perf_counter() - t
+    out["cluster"] = {
+        "address": args.address or "local (started here)",
+        "resources": ray.cluster_resources(),
+        "start_or_connect_s": cluster_s,
+    }
     try:
-        ev = RayEvaluator(workers=args.workers, device="cpu")
+        ev = RayEvaluator(workers=args.workers, device="cpu", platforms=["cpu"])
         run_batch(ev, jobs(warm))
         out["ray"] = {
             "cluster_start_s": cluster_s,
@@ -281,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         out["same_statuses"] = [r.status.value for r in res_local] == [r.status.value for r in res_ray]
         out["cost_split_per_candidate"] = cost_split(res_ray, gen_s)
+        out["ray"]["noop_actor_call"] = ray_call_floor(ev)
         if not args.no_fault:
             fault_batch = jobs(sources[: args.n])
             out["fault"] = fault_run(ev, fault_batch)
@@ -289,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ray.shutdown()
     out["memory_store_write"] = memory_write_rate()
+    out["dispatcher_capacity"] = dispatcher_capacity()
     out["load_avg"]["end"] = load()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
