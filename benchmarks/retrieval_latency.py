@@ -11,6 +11,7 @@ real corpus, so filtering and dedupe cost what they would. Above 20,000 chunks t
 (nprobe 16); its recall@10 against exact search on the same queries is reported.
 Writes results/retrieval/latency.json and latency.csv.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,12 @@ OUT = Path(__file__).resolve().parents[1] / "results" / "retrieval"
 
 def pct(xs: list[float]) -> dict[str, float]:
     a = np.asarray(xs) * 1e3
-    return {"p50_ms": round(float(np.percentile(a, 50)), 4), "p99_ms": round(float(np.percentile(a, 99)), 4),
-            "mean_ms": round(float(a.mean()), 4), "n": len(xs)}
+    return {
+        "p50_ms": round(float(np.percentile(a, 50)), 4),
+        "p99_ms": round(float(np.percentile(a, 99)), 4),
+        "mean_ms": round(float(a.mean()), 4),
+        "n": len(xs),
+    }
 
 
 def time_search(r: Retriever, qvecs: np.ndarray, filters: list[TagFilter], repeats: int) -> list[float]:
@@ -58,7 +63,9 @@ def synthetic(r: Retriever, n: int, seed: int = 0) -> tuple[np.ndarray, list, li
     rng = np.random.default_rng(seed)
     base = np.load(r.kb.directory / "vectors.npy")
     src = rng.integers(0, len(base), n)
-    v = base[src] + rng.normal(scale=0.75 / np.sqrt(base.shape[1]), size=(n, base.shape[1])).astype(np.float32)
+    v = base[src] + rng.normal(scale=0.75 / np.sqrt(base.shape[1]), size=(n, base.shape[1])).astype(
+        np.float32
+    )
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     real = list(r.kb.sections.values())
     sections, chunks = {}, []
@@ -104,21 +111,44 @@ def main() -> None:
             t = time.perf_counter()
             r.query(q.diagnosis, 5, platform=q.platform, arch=q.arch)
             e2e.append(time.perf_counter() - t)
-        rows.append({"corpus": "real", "n_chunks": info["n_chunks"], "index": f"{info['backend']}/{info['index_kind']}",
-                     "what": "search", **pct(s_real)})
-        rows.append({"corpus": "real", "n_chunks": info["n_chunks"], "index": f"{info['backend']}/{info['index_kind']}",
-                     "what": "end_to_end", **pct(e2e)})
-        rows.append({"corpus": "-", "n_chunks": 1, "index": "-", "what": "query_embedding_minilm", **pct(emb_ts)})
+        rows.append(
+            {
+                "corpus": "real",
+                "n_chunks": info["n_chunks"],
+                "index": f"{info['backend']}/{info['index_kind']}",
+                "what": "search",
+                **pct(s_real),
+            }
+        )
+        rows.append(
+            {
+                "corpus": "real",
+                "n_chunks": info["n_chunks"],
+                "index": f"{info['backend']}/{info['index_kind']}",
+                "what": "end_to_end",
+                **pct(e2e),
+            }
+        )
+        rows.append(
+            {"corpus": "-", "n_chunks": 1, "index": "-", "what": "query_embedding_minilm", **pct(emb_ts)}
+        )
         # CPU time of the (single-threaded) embedding: what it costs on an idle core, whatever the load
-        rows.append({"corpus": "-", "n_chunks": 1, "index": "-", "what": "query_embedding_minilm_cpu_time",
-                     **pct(emb_cpu)})
+        rows.append(
+            {
+                "corpus": "-",
+                "n_chunks": 1,
+                "index": "-",
+                "what": "query_embedding_minilm_cpu_time",
+                **pct(emb_cpu),
+            }
+        )
 
         # synthetic corpus: swap the retriever's knowledge base contents in place
         t0 = time.perf_counter()
         vecs, secs, chunks = synthetic(r, args.n_synthetic)
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ivf = VectorIndex.build(vecs)          # the same auto rule as a real build: IVF above 20k
+        ivf = VectorIndex.build(vecs)  # the same auto rule as a real build: IVF above 20k
         ivf_build_s = time.perf_counter() - t0
         flat = VectorIndex.build(vecs, kind="flat")
         r.kb.sections, r.kb.chunks = dict(secs), chunks
@@ -130,20 +160,45 @@ def main() -> None:
         for name, idx in (("ivf", ivf), ("flat", flat)):
             r.kb.index = idx
             s = time_search(r, qvecs, filters, args.repeats)
-            rows.append({"corpus": "synthetic", "n_chunks": args.n_synthetic, "index": f"faiss/{name}",
-                         "what": "search", **pct(s)})
-            e2e = [a + b for a, b in zip(s, emb_ts)]  # same queries' embedding times, measured above
-            rows.append({"corpus": "synthetic", "n_chunks": args.n_synthetic, "index": f"faiss/{name}",
-                         "what": "end_to_end", **pct(e2e)})
+            rows.append(
+                {
+                    "corpus": "synthetic",
+                    "n_chunks": args.n_synthetic,
+                    "index": f"faiss/{name}",
+                    "what": "search",
+                    **pct(s),
+                }
+            )
+            # search time + the measured embedding time of the same query index
+            e2e = [a + b for a, b in zip(s, emb_ts, strict=False)]
+            rows.append(
+                {
+                    "corpus": "synthetic",
+                    "n_chunks": args.n_synthetic,
+                    "index": f"faiss/{name}",
+                    "what": "end_to_end",
+                    **pct(e2e),
+                }
+            )
     prov["loadavg_end"] = os.getloadavg()
-    out = {"provenance": prov, "embedder": info["embedder"], "real_corpus": info,
-           "synthetic": {"n_chunks": args.n_synthetic, "generation_s": round(gen_s, 1),
-                         "ivf_build_s": round(ivf_build_s, 1), "ivf_nprobe": ivf.nprobe,
-                         "ivf_recall_at_10_vs_exact": round(float(np.mean(recall)), 4)},
-           "targets": {"search_p50_ms": 5.0, "end_to_end_p50_ms": 25.0},
-           "notes": ("synthetic end_to_end = measured search time + measured MiniLM query-embedding time "
-                     "of the same query index (embedding cost does not depend on corpus size)"),
-           "rows": rows}
+    out = {
+        "provenance": prov,
+        "embedder": info["embedder"],
+        "real_corpus": info,
+        "synthetic": {
+            "n_chunks": args.n_synthetic,
+            "generation_s": round(gen_s, 1),
+            "ivf_build_s": round(ivf_build_s, 1),
+            "ivf_nprobe": ivf.nprobe,
+            "ivf_recall_at_10_vs_exact": round(float(np.mean(recall)), 4),
+        },
+        "targets": {"search_p50_ms": 5.0, "end_to_end_p50_ms": 25.0},
+        "notes": (
+            "synthetic end_to_end = measured search time + measured MiniLM query-embedding time "
+            "of the same query index (embedding cost does not depend on corpus size)"
+        ),
+        "rows": rows,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latency.json").write_text(json.dumps(out, indent=1, default=str))
     with open(args.out / "latency.csv", "w", newline="") as f:
@@ -153,7 +208,9 @@ def main() -> None:
     print("load average at start/end:", prov["loadavg_start"], prov["loadavg_end"])
     for row in rows:
         print(row)
-    print("IVF recall@10 vs exact:", out["synthetic"]["ivf_recall_at_10_vs_exact"], "load", prov["loadavg_end"])
+    print(
+        "IVF recall@10 vs exact:", out["synthetic"]["ivf_recall_at_10_vs_exact"], "load", prov["loadavg_end"]
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ provenance and corpus hash) and results/retrieval/quality_per_query.csv (rank of
 section per query and embedder). The index is built in a temporary cache so the run is independent
 of .wbcache.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,22 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     queries = load_labelled()
-    summary: dict = {"provenance": collect(), "labelled_set": str(LABELLED_SET.relative_to(OUT.parents[1])),
-                     "n_queries": len(queries), "metric_notes": (
-                         "recall@k: an expected section among the first k sections of Retriever.query "
-                         "(platform/arch filtered); mrr: mean 1/rank of the first expected section within "
-                         "depth 10 (0 if absent); prompt_coverage: retrieve() text (1200-token budget) "
-                         "contains an expected section"), "embedders": {}}
-    rows: dict[str, dict] = {q.id: {"id": q.id, "platform": q.platform, "arch": q.arch,
-                                    "expected": " ".join(q.expected)} for q in queries}
+    summary: dict = {
+        "provenance": collect(),
+        "labelled_set": str(LABELLED_SET.relative_to(OUT.parents[1])),
+        "n_queries": len(queries),
+        "metric_notes": (
+            "recall@k: an expected section among the first k sections of Retriever.query "
+            "(platform/arch filtered); mrr: mean 1/rank of the first expected section within "
+            "depth 10 (0 if absent); prompt_coverage: retrieve() text (1200-token budget) "
+            "contains an expected section"
+        ),
+        "embedders": {},
+    }
+    rows: dict[str, dict] = {
+        q.id: {"id": q.id, "platform": q.platform, "arch": q.arch, "expected": " ".join(q.expected)}
+        for q in queries
+    }
     with tempfile.TemporaryDirectory() as cache:
         for name in args.embedders:
             t0 = time.perf_counter()
@@ -49,16 +58,24 @@ def main() -> None:
             m = evaluate(r, queries)
             info = r.info()  # after the run: the corpus may have been re-indexed while kernels changed
             outcomes = m.pop("outcomes")
-            m.update(embedder=info["embedder"], dim=info["dim"], n_sections=info["n_sections"],
-                     n_chunks=info["n_chunks"], corpus_hash=info["corpus_hash"],
-                     index=f"{info['backend']}/{info['index_kind']}", wall_s=round(time.perf_counter() - t0, 1))
+            m.update(
+                embedder=info["embedder"],
+                dim=info["dim"],
+                n_sections=info["n_sections"],
+                n_chunks=info["n_chunks"],
+                corpus_hash=info["corpus_hash"],
+                index=f"{info['backend']}/{info['index_kind']}",
+                wall_s=round(time.perf_counter() - t0, 1),
+            )
             summary["embedders"][name] = m
             for o in outcomes:
                 rows[o["id"]][f"rank_{name}"] = o["rank"] if o["rank"] else ""
                 rows[o["id"]][f"top3_{name}"] = " ".join(o["top3"])
                 rows[o["id"]][f"in_prompt_{name}"] = int(o["in_prompt"])
-            print(f"{name}: recall@3 {m['recall_at_3']:.3f}  MRR {m['mrr']:.3f}  "
-                  f"prompt coverage {m['prompt_coverage']:.3f}  ({m['n_queries']} queries)")
+            print(
+                f"{name}: recall@3 {m['recall_at_3']:.3f}  MRR {m['mrr']:.3f}  "
+                f"prompt coverage {m['prompt_coverage']:.3f}  ({m['n_queries']} queries)"
+            )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "quality.json").write_text(json.dumps(summary, indent=1))
     with open(args.out / "quality_per_query.csv", "w", newline="") as f:

@@ -8,6 +8,7 @@ Writes results/retrieval/triggered_errors.json: per case, the interpreter's and 
 outcome (exception class and last message line, or "ok"). The unmasked out-of-bounds case runs in
 a subprocess because it can abort the interpreter process.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,36 +21,81 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[1] / "results" / "retrieval"
 
 CASES = {
-    "arange_not_pow2": ("def k(x, N: tl.constexpr):\n    o = tl.arange(0, N)\n    tl.store(x + o, o)",
-                        {"x": "*fp32", "N": "constexpr"}, {"N": 10}, "k[(1,)](torch.zeros(16), N=10)"),
-    "arange_runtime_bound": ("def k(x, n):\n    o = tl.arange(0, n)\n    tl.store(x + o, o)",
-                             {"x": "*fp32", "n": "i32"}, {}, "k[(1,)](torch.zeros(16), 16)"),
-    "shape_mismatch": ("def k(x, y):\n    a = tl.load(x + tl.arange(0, 16))\n    b = tl.load(y + tl.arange(0, 32))\n"
-                       "    tl.store(x + tl.arange(0, 16), a + b)", {"x": "*fp32", "y": "*fp32"}, {},
-                       "k[(1,)](torch.zeros(16), torch.zeros(32))"),
-    "dot_dtype_mismatch": ("def k(a, b, c):\n    r = tl.arange(0, 16)\n    A = tl.load(a + r[:, None] * 16 + r[None, :])\n"
-                           "    B = tl.load(b + r[:, None] * 16 + r[None, :])\n"
-                           "    tl.store(c + r[:, None] * 16 + r[None, :], tl.dot(A, B))",
-                           {"a": "*fp32", "b": "*i8", "c": "*fp32"}, {},
-                           "k[(1,)](torch.randn(16, 16), torch.ones(16, 16, dtype=torch.int8), torch.empty(16, 16))"),
-    "dot_k_below_16": ("def k(a, c, K: tl.constexpr):\n    r = tl.arange(0, 16)\n    kk = tl.arange(0, K)\n"
-                       "    A = tl.load(a + r[:, None] * K + kk[None, :])\n    B = tl.load(a + kk[:, None] * 16 + r[None, :])\n"
-                       "    tl.store(c + r[:, None] * 16 + r[None, :], tl.dot(A, B))",
-                       {"a": "*fp16", "c": "*fp32", "K": "constexpr"}, {"K": 8},
-                       "k[(1,)](torch.randn(16, 16).half(), torch.empty(16, 16), K=8)"),
-    "break_in_loop": ("def k(x, n):\n    for i in range(n):\n        if i > 2:\n            break\n    tl.store(x, 1.0)",
-                      {"x": "*fp32", "n": "i32"}, {}, "k[(1,)](torch.zeros(1), 5)"),
+    "arange_not_pow2": (
+        "def k(x, N: tl.constexpr):\n    o = tl.arange(0, N)\n    tl.store(x + o, o)",
+        {"x": "*fp32", "N": "constexpr"},
+        {"N": 10},
+        "k[(1,)](torch.zeros(16), N=10)",
+    ),
+    "arange_runtime_bound": (
+        "def k(x, n):\n    o = tl.arange(0, n)\n    tl.store(x + o, o)",
+        {"x": "*fp32", "n": "i32"},
+        {},
+        "k[(1,)](torch.zeros(16), 16)",
+    ),
+    "shape_mismatch": (
+        "def k(x, y):\n    a = tl.load(x + tl.arange(0, 16))\n    b = tl.load(y + tl.arange(0, 32))\n"
+        "    tl.store(x + tl.arange(0, 16), a + b)",
+        {"x": "*fp32", "y": "*fp32"},
+        {},
+        "k[(1,)](torch.zeros(16), torch.zeros(32))",
+    ),
+    "dot_dtype_mismatch": (
+        "def k(a, b, c):\n    r = tl.arange(0, 16)\n    A = tl.load(a + r[:, None] * 16 + r[None, :])\n"
+        "    B = tl.load(b + r[:, None] * 16 + r[None, :])\n"
+        "    tl.store(c + r[:, None] * 16 + r[None, :], tl.dot(A, B))",
+        {"a": "*fp32", "b": "*i8", "c": "*fp32"},
+        {},
+        "k[(1,)](torch.randn(16, 16), torch.ones(16, 16, dtype=torch.int8), torch.empty(16, 16))",
+    ),
+    "dot_k_below_16": (
+        "def k(a, c, K: tl.constexpr):\n    r = tl.arange(0, 16)\n    kk = tl.arange(0, K)\n"
+        "    A = tl.load(a + r[:, None] * K + kk[None, :])\n"
+        "    B = tl.load(a + kk[:, None] * 16 + r[None, :])\n"
+        "    tl.store(c + r[:, None] * 16 + r[None, :], tl.dot(A, B))",
+        {"a": "*fp16", "c": "*fp32", "K": "constexpr"},
+        {"K": 8},
+        "k[(1,)](torch.randn(16, 16).half(), torch.empty(16, 16), K=8)",
+    ),
+    "break_in_loop": (
+        "def k(x, n):\n    for i in range(n):\n        if i > 2:\n            break\n    tl.store(x, 1.0)",
+        {"x": "*fp32", "n": "i32"},
+        {},
+        "k[(1,)](torch.zeros(1), 5)",
+    ),
     "python_global": ("def k(x):\n    tl.store(x, G)", {"x": "*fp32"}, {}, "k[(1,)](torch.zeros(1))"),
-    "loop_carried_type": ("def k(x, n):\n    acc = 0\n    for i in range(n):\n        acc += tl.load(x + i)\n    tl.store(x, acc)",
-                          {"x": "*fp32", "n": "i32"}, {}, "k[(1,)](torch.zeros(4), 4)"),
-    "if_on_block": ("def k(x):\n    v = tl.load(x + tl.arange(0, 16))\n    if v > 0:\n        tl.store(x, 1.0)",
-                    {"x": "*fp32"}, {}, "k[(1,)](torch.ones(16))"),
-    "tensor_int_index": ("def k(x):\n    v = tl.load(x + tl.arange(0, 16))\n    tl.store(x, v[3])",
-                         {"x": "*fp32"}, {}, "k[(1,)](torch.ones(16))"),
-    "atomic_int16": ("def k(x):\n    tl.atomic_add(x + tl.arange(0, 4), tl.full((4,), 1, tl.int16))",
-                     {"x": "*i16"}, {}, "k[(1,)](torch.zeros(4, dtype=torch.int16))"),
-    "reshape_not_pow2": ("def k(x):\n    a = tl.load(x + tl.arange(0, 16))\n    b = tl.reshape(a, (3, 5))\n"
-                         "    tl.store(x + tl.arange(0, 16), a)", {"x": "*fp32"}, {}, "k[(1,)](torch.zeros(16))"),
+    "loop_carried_type": (
+        "def k(x, n):\n    acc = 0\n    for i in range(n):\n"
+        "        acc += tl.load(x + i)\n    tl.store(x, acc)",
+        {"x": "*fp32", "n": "i32"},
+        {},
+        "k[(1,)](torch.zeros(4), 4)",
+    ),
+    "if_on_block": (
+        "def k(x):\n    v = tl.load(x + tl.arange(0, 16))\n    if v > 0:\n        tl.store(x, 1.0)",
+        {"x": "*fp32"},
+        {},
+        "k[(1,)](torch.ones(16))",
+    ),
+    "tensor_int_index": (
+        "def k(x):\n    v = tl.load(x + tl.arange(0, 16))\n    tl.store(x, v[3])",
+        {"x": "*fp32"},
+        {},
+        "k[(1,)](torch.ones(16))",
+    ),
+    "atomic_int16": (
+        "def k(x):\n    tl.atomic_add(x + tl.arange(0, 4), tl.full((4,), 1, tl.int16))",
+        {"x": "*i16"},
+        {},
+        "k[(1,)](torch.zeros(4, dtype=torch.int16))",
+    ),
+    "reshape_not_pow2": (
+        "def k(x):\n    a = tl.load(x + tl.arange(0, 16))\n    b = tl.reshape(a, (3, 5))\n"
+        "    tl.store(x + tl.arange(0, 16), a)",
+        {"x": "*fp32"},
+        {},
+        "k[(1,)](torch.zeros(16))",
+    ),
 }
 
 RUNNER = textwrap.dedent("""\
@@ -73,11 +119,13 @@ RUNNER = textwrap.dedent("""\
         else:
             from triton.compiler import ASTSource
             from triton.backends.compiler import GPUTarget
-            triton.compile(ASTSource(fn=k, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32))
+            src = ASTSource(fn=k, signature=sig, constexprs=consts)
+            triton.compile(src, target=GPUTarget("cuda", 90, 32))
         print(json.dumps({"outcome": "ok"}))
     except Exception as e:
         lines = [l for l in str(e).splitlines() if l.strip()]
-        print(json.dumps({"outcome": type(e).__module__ + "." + type(e).__name__, "message": lines[-1] if lines else ""}))
+        outcome = type(e).__module__ + "." + type(e).__name__
+        print(json.dumps({"outcome": outcome, "message": lines[-1] if lines else ""}))
 """)
 
 OOB = textwrap.dedent("""\
@@ -94,8 +142,13 @@ OOB = textwrap.dedent("""\
 
 
 def run(mode: str, case: tuple) -> dict:
-    p = subprocess.run([sys.executable, "-c", RUNNER, mode, json.dumps(case)], capture_output=True, text=True,
-                       timeout=300, env={**os.environ})
+    p = subprocess.run(
+        [sys.executable, "-c", RUNNER, mode, json.dumps(case)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ},
+    )
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or [""])[-1]
         return {"outcome": f"process exited {p.returncode}", "message": tail}
@@ -111,11 +164,17 @@ def main() -> None:
         results[name] = {"interpreter": run("interp", case), "compiler_sm90": run("compile", case)}
         print(name, json.dumps(results[name]))
     p = subprocess.run([sys.executable, "-c", OOB], capture_output=True, text=True, timeout=300)
-    results["unmasked_out_of_bounds"] = {"interpreter": {
-        "outcome": f"process exited {p.returncode}", "message": (p.stderr.strip().splitlines() or [p.stdout.strip()])[-1]}}
+    results["unmasked_out_of_bounds"] = {
+        "interpreter": {
+            "outcome": f"process exited {p.returncode}",
+            "message": (p.stderr.strip().splitlines() or [p.stdout.strip()])[-1],
+        }
+    }
     print("unmasked_out_of_bounds", results["unmasked_out_of_bounds"])
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "triggered_errors.json").write_text(json.dumps({"provenance": collect(), "cases": results}, indent=1))
+    (OUT / "triggered_errors.json").write_text(
+        json.dumps({"provenance": collect(), "cases": results}, indent=1)
+    )
 
 
 if __name__ == "__main__":

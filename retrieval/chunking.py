@@ -5,6 +5,7 @@ pieces; longer input is truncated, so a long section would be judged by its firs
 Code samples are split into one chunk per top-level function or class, each prefixed with the
 module docstring so that every chunk says what the file demonstrates.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,10 +18,10 @@ MAX_WORDS = 170
 
 @dataclass(frozen=True)
 class Chunk:
-    id: str            # "<section id>#<n>"
+    id: str  # "<section id>#<n>"
     section_id: str
-    text: str          # what a prompt shows
-    embed_text: str    # what gets embedded: title and topics + text
+    text: str  # what a prompt shows
+    embed_text: str  # what gets embedded: title and topics + text
 
 
 def _split_paragraphs(text: str, max_words: int) -> list[str]:
@@ -48,8 +49,11 @@ def chunk_section(s: Section, max_words: int = MAX_WORDS) -> list[Chunk]:
         chunks = []
         for i, (name, src) in enumerate(parts):
             text = (f'"""{head}"""\n' if head else "") + src
-            chunks.append(Chunk(f"{s.id}#{i}", s.id, text,
-                                f"{s.title}. Code sample ({topics}). {name}: {s.header}\n{src}"))
+            chunks.append(
+                Chunk(
+                    f"{s.id}#{i}", s.id, text, f"{s.title}. Code sample ({topics}). {name}: {s.header}\n{src}"
+                )
+            )
         return chunks
     pieces = _split_paragraphs(s.text, max_words)
     return [Chunk(f"{s.id}#{i}", s.id, p, f"{s.title}. Topics: {topics}.\n{p}") for i, p in enumerate(pieces)]

@@ -1,4 +1,5 @@
 """`workbench kb build|query|search`: build the knowledge-base index, query it, search code."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,10 @@ log = logging.getLogger(__name__)
 def register(subparsers: argparse._SubParsersAction) -> None:
     kb = subparsers.add_parser("kb", help="knowledge base: build the index, query it, search code")
     sub = kb.add_subparsers(dest="kb_command", metavar="VERB")
-    emb_help = "minilm (all-MiniLM-L6-v2), hashing (pure-Python TF-IDF fallback) or auto (default: $WORKBENCH_KB_EMBEDDER or auto)"
+    emb_help = (
+        "minilm (all-MiniLM-L6-v2), hashing (pure-Python TF-IDF fallback) or auto "
+        "(default: $WORKBENCH_KB_EMBEDDER or auto)"
+    )
 
     b = sub.add_parser("build", help="build (or verify) the index; rebuilds when the corpus changed")
     b.add_argument("--embedder", default=None, help=emb_help)
@@ -25,8 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--platform", default=None, help="cuda, rocm, cpu (cpu-interpreter) or any")
     q.add_argument("--arch", default=None, help="sm_80, sm_90, gfx942, cpu-interpreter ...")
     q.add_argument("--embedder", default=None, help=emb_help)
-    q.add_argument("--prompt", action="store_true",
-                   help="print the prompt text of retrieve() (needs --platform and --arch) instead of hits")
+    q.add_argument(
+        "--prompt",
+        action="store_true",
+        help="print the prompt text of retrieve() (needs --platform and --arch) instead of hits",
+    )
     q.add_argument("--budget", type=int, default=1200, help="token budget with --prompt")
     q.add_argument("--json", action="store_true", help="one JSON object instead of text")
     q.set_defaults(func=_cmd_query)
@@ -47,6 +54,7 @@ def _retriever(name: str | None):
     import os
 
     from retrieval import Retriever
+
     return Retriever(name or os.environ.get("WORKBENCH_KB_EMBEDDER", "auto"))
 
 
@@ -57,6 +65,7 @@ def _fail(msg: str) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from retrieval import EmbedderUnavailable
+
     try:
         info = _retriever(args.embedder).build(force=args.force)
     except (EmbedderUnavailable, ValueError) as exc:
@@ -64,15 +73,18 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if info["fallback_reason"]:
         print(f"note: using the {info['embedder']} fallback embedder: {info['fallback_reason']}")
     state = f"rebuilt ({info['last_rebuild_reason']})" if info["last_rebuild_reason"] else "up to date"
-    print(f"knowledge base {state}: {info['n_sections']} sections, {info['n_chunks']} chunks, "
-          f"embedder {info['embedder']} ({info['dim']}-d), {info['backend']}/{info['index_kind']} index "
-          f"in {info['directory']}")
+    print(
+        f"knowledge base {state}: {info['n_sections']} sections, {info['n_chunks']} chunks, "
+        f"embedder {info['embedder']} ({info['dim']}-d), {info['backend']}/{info['index_kind']} index "
+        f"in {info['directory']}"
+    )
     return 0
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
     from retrieval import EmbedderUnavailable
     from retrieval.tags import TagError, TagFilter
+
     if args.top <= 0:
         return _fail("--top must be positive")
     if not args.text.strip():
@@ -107,8 +119,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
     for i, h in enumerate(hits, 1):
         t = h.tags
         print(f"{i}. {h.title}  (score {h.score:.3f})")
-        print(f"   tags: level={t['level']} platform={t['platform']} arch={','.join(t['arch'])} "
-              f"topic={','.join(t['topic'])}   [{h.path}]")
+        print(
+            f"   tags: level={t['level']} platform={t['platform']} arch={','.join(t['arch'])} "
+            f"topic={','.join(t['topic'])}   [{h.path}]"
+        )
         body = h.text.strip()
         print("   " + "\n   ".join(body.splitlines()[:12]) + ("\n   ..." if body.count("\n") >= 12 else ""))
         print()
@@ -117,9 +131,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from retrieval import code_search
+
     try:
-        matches = code_search(args.pattern, args.mode, context=args.context, max_results=args.max,
-                              ignore_case=args.ignore_case)
+        matches = code_search(
+            args.pattern, args.mode, context=args.context, max_results=args.max, ignore_case=args.ignore_case
+        )
     except ValueError as exc:
         return _fail(str(exc))
     for m in matches:

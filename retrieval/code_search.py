@@ -1,5 +1,6 @@
 """Code search over the project's kernels and the corpus: exact substring, regex and filename
 queries, each match with its path, line number and a context snippet (paper section 3.3)."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -16,8 +17,8 @@ MODES = ("exact", "regex", "filename")
 
 @dataclass
 class CodeMatch:
-    path: str        # relative to the repository root
-    line: int        # 1-based; 0 for filename matches
+    path: str  # relative to the repository root
+    line: int  # 1-based; 0 for filename matches
     snippet: str
 
     def render(self) -> str:
@@ -32,14 +33,24 @@ def _files(roots: tuple[str, ...], root: Path) -> list[Path]:
         if base.is_file():
             out.append(base)
         elif base.is_dir():
-            out.extend(p for p in sorted(base.rglob("*"))
-                       if p.is_file() and p.suffix in _SUFFIXES and "__pycache__" not in p.parts)
+            out.extend(
+                p
+                for p in sorted(base.rglob("*"))
+                if p.is_file() and p.suffix in _SUFFIXES and "__pycache__" not in p.parts
+            )
     return out
 
 
-def code_search(query: str, mode: str = "exact", *, roots: tuple[str, ...] = DEFAULT_ROOTS,
-                root: Path = REPO_ROOT, context: int = 3, max_results: int = 20,
-                ignore_case: bool = False) -> list[CodeMatch]:
+def code_search(
+    query: str,
+    mode: str = "exact",
+    *,
+    roots: tuple[str, ...] = DEFAULT_ROOTS,
+    root: Path = REPO_ROOT,
+    context: int = 3,
+    max_results: int = 20,
+    ignore_case: bool = False,
+) -> list[CodeMatch]:
     """`exact`: substring; `regex`: Python regular expression (per line); `filename`: a glob or a
     substring of the relative path (the snippet is the file's head)."""
     if not isinstance(query, str) or not query.strip():
@@ -54,7 +65,9 @@ def code_search(query: str, mode: str = "exact", *, roots: tuple[str, ...] = DEF
             rel = p.relative_to(root).as_posix()
             r = rel.lower() if ignore_case else rel
             if fnmatch.fnmatch(r, q) or fnmatch.fnmatch(p.name, q) or q in r:
-                head = "\n".join(p.read_text(encoding="utf-8", errors="replace").splitlines()[: 2 * context + 1])
+                head = "\n".join(
+                    p.read_text(encoding="utf-8", errors="replace").splitlines()[: 2 * context + 1]
+                )
                 matches.append(CodeMatch(rel, 0, head))
                 if len(matches) >= max_results:
                     break

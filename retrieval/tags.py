@@ -6,6 +6,7 @@ A section is tagged `level` (general | platform | architecture | code_sample), `
 or any). A query for (platform="cuda", arch="sm_90") sees sections whose platform is cuda or any
 and whose arch list contains sm_90 or any.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,10 +17,17 @@ PLATFORMS: tuple[str, ...] = ("cuda", "rocm", "cpu-interpreter", "any")
 
 # Names people (and `workbench.platforms.Platform`) use for a platform -> the tag we store.
 _PLATFORM_ALIASES = {
-    "cuda": "cuda", "nvidia": "cuda", "gpu": "cuda",
-    "rocm": "rocm", "hip": "rocm", "amd": "rocm",
-    "cpu": "cpu-interpreter", "cpu-interpreter": "cpu-interpreter", "interpreter": "cpu-interpreter",
-    "any": "any", "": "any",
+    "cuda": "cuda",
+    "nvidia": "cuda",
+    "gpu": "cuda",
+    "rocm": "rocm",
+    "hip": "rocm",
+    "amd": "rocm",
+    "cpu": "cpu-interpreter",
+    "cpu-interpreter": "cpu-interpreter",
+    "interpreter": "cpu-interpreter",
+    "any": "any",
+    "": "any",
 }
 _ARCH_RE = re.compile(r"^(sm_\d{2,3}[a-z]?|gfx\d{3,4}[a-z]?|cpu-interpreter|any)$")
 
@@ -33,8 +41,10 @@ def normalize_platform(platform: str | None, arch: str | None = None) -> str:
     reports AMD GPUs as `cuda`)."""
     key = (platform or "any").strip().lower()
     if key not in _PLATFORM_ALIASES:
-        raise TagError(f"unknown platform {platform!r}: expected one of "
-                       f"{sorted(set(_PLATFORM_ALIASES.values()))} (aliases: {sorted(_PLATFORM_ALIASES)})")
+        raise TagError(
+            f"unknown platform {platform!r}: expected one of "
+            f"{sorted(set(_PLATFORM_ALIASES.values()))} (aliases: {sorted(_PLATFORM_ALIASES)})"
+        )
     tag = _PLATFORM_ALIASES[key]
     a = normalize_arch(arch)
     if tag == "cuda" and a.startswith("gfx"):
@@ -49,15 +59,16 @@ def normalize_arch(arch: str | None) -> str:
     a = str(arch).strip().lower()
     if a == "cpu":
         return "cpu-interpreter"
-    m = re.fullmatch(r"sm_?(\d{2,3}[a-z]?)", a)
+    m = re.fullmatch(r"sm_?(\d{2,3})[a-z]?", a)
     if m:
-        return f"sm_{m.group(1)}"
+        return f"sm_{m.group(1)}"  # sm_90a is sm_90 with arch-specific features: same knowledge
     m = re.fullmatch(r"(\d+)\.(\d)", a)  # a compute capability such as "9.0"
     if m:
         return f"sm_{m.group(1)}{m.group(2)}"
     if not _ARCH_RE.match(a):
-        raise TagError(f"malformed architecture {arch!r}: expected sm_NN (NVIDIA), gfxNNN (AMD), "
-                       f"cpu-interpreter or any")
+        raise TagError(
+            f"malformed architecture {arch!r}: expected sm_NN (NVIDIA), gfxNNN (AMD), cpu-interpreter or any"
+        )
     return a
 
 

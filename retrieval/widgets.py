@@ -1,5 +1,6 @@
 """Notebook views of the knowledge base: hits as HTML with their tags, and an interactive query box
 (ipywidgets, imported lazily) with platform/arch dropdowns."""
+
 from __future__ import annotations
 
 import html
@@ -7,9 +8,18 @@ from typing import Any
 
 from retrieval.retriever import Hit, Retriever
 
-ARCHS_BY_PLATFORM = {"cuda": ["sm_90", "sm_80", "any"], "rocm": ["gfx942", "any"],
-                     "cpu": ["cpu-interpreter"], "any": ["any"]}
-_LEVEL_COLOURS = {"general": "#e8f0fe", "platform": "#e6f4ea", "architecture": "#fef7e0", "code_sample": "#f3e8fd"}
+ARCHS_BY_PLATFORM = {
+    "cuda": ["sm_90", "sm_80", "any"],
+    "rocm": ["gfx942", "any"],
+    "cpu": ["cpu-interpreter"],
+    "any": ["any"],
+}
+_LEVEL_COLOURS = {
+    "general": "#e8f0fe",
+    "platform": "#e6f4ea",
+    "architecture": "#fef7e0",
+    "code_sample": "#f3e8fd",
+}
 
 
 def hits_html(hits: list[Hit], max_lines: int = 14) -> str:
@@ -18,14 +28,17 @@ def hits_html(hits: list[Hit], max_lines: int = 14) -> str:
     out = []
     for i, h in enumerate(hits, 1):
         t = h.tags
-        tags = (f"level={t['level']} · platform={t['platform']} · arch={','.join(t['arch'])} · "
-                f"topic={', '.join(t['topic'])}")
+        tags = (
+            f"level={t['level']} · platform={t['platform']} · arch={','.join(t['arch'])} · "
+            f"topic={', '.join(t['topic'])}"
+        )
         body = "\n".join(h.text.strip().splitlines()[:max_lines])
         out.append(
             f"<div style='background:{_LEVEL_COLOURS.get(h.level, '#fff')};padding:6px;margin:4px 0;"
             f"border-radius:4px'><b>{i}. {html.escape(h.title)}</b> <small>(score {h.score:.3f}, "
             f"{html.escape(h.path)})</small><br><small><code>{html.escape(tags)}</code></small>"
-            f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(body)}</pre></div>")
+            f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(body)}</pre></div>"
+        )
     return "".join(out)
 
 
@@ -52,11 +65,20 @@ def query_box(retriever: Retriever, initial: str = "", platform: str = "cuda") -
             try:
                 if prompt.value:
                     res = retriever.retrieve(text.value, platform=plat.value, arch=arch.value)
-                    display(HTML(f"<small>{res.tokens} tokens, embedder {res.embedder}</small>"
-                                 + hits_html(res.hits)))
+                    display(
+                        HTML(
+                            f"<small>{res.tokens} tokens, embedder {res.embedder}</small>"
+                            + hits_html(res.hits)
+                        )
+                    )
                 else:
-                    display(HTML(hits_html(retriever.query(text.value, top.value, platform=plat.value,
-                                                           arch=arch.value))))
+                    display(
+                        HTML(
+                            hits_html(
+                                retriever.query(text.value, top.value, platform=plat.value, arch=arch.value)
+                            )
+                        )
+                    )
             except ValueError as exc:  # empty query, unknown platform: say so in the widget
                 display(HTML(f"<b style='color:#b00'>{html.escape(str(exc))}</b>"))
 

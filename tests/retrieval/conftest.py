@@ -1,5 +1,6 @@
 """Fixtures: a small corpus and project root in a temp dir, and hashing-embedder retrievers whose
 index lives in a temp cache (never the repository's .wbcache)."""
+
 from __future__ import annotations
 
 import textwrap
@@ -46,7 +47,8 @@ KERNEL = textwrap.dedent('''\
     def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
-        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+        out = tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, out, mask=mask)
     ''')
 
 
@@ -63,7 +65,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def make_retriever(project: Path, **kw) -> Retriever:
-    return Retriever("hashing", cache_dir=project / "cache", corpus_dir=project / "corpus", root=project, **kw)
+    return Retriever(
+        "hashing", cache_dir=project / "cache", corpus_dir=project / "corpus", root=project, **kw
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
 """The corpus parses, carries the required topics, and the labelled set refers to real sections."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,12 +11,33 @@ from retrieval.tags import LEVELS, PLATFORMS
 
 # Sections the issue requires (correctness rules, cross-platform guidance, architectures, errors).
 REQUIRED = [
-    "mask-boundary", "int32-offset-overflow", "dtype-accumulation", "dot-shape-dtype", "atomics",
-    "interp-vs-compiler", "coalescing", "tiling-block-sizes", "epilogue-fusion", "reductions",
-    "jagged-data", "bucketize-binary-search", "implicit-gemm-conv", "autotune-spaces", "hopper-tma",
-    "hopper-wgmma", "hopper-warp-specialization", "hopper-memory", "ampere-pipelining",
-    "rocm-wavefront-64", "cdna3-lds", "cdna3-matrix-cores", "cdna3-waves-per-eu", "interp-setup",
-    "err-arange-pow2", "err-out-of-resources", "err-illegal-memory-access",
+    "mask-boundary",
+    "int32-offset-overflow",
+    "dtype-accumulation",
+    "dot-shape-dtype",
+    "atomics",
+    "interp-vs-compiler",
+    "coalescing",
+    "tiling-block-sizes",
+    "epilogue-fusion",
+    "reductions",
+    "jagged-data",
+    "bucketize-binary-search",
+    "implicit-gemm-conv",
+    "autotune-spaces",
+    "hopper-tma",
+    "hopper-wgmma",
+    "hopper-warp-specialization",
+    "hopper-memory",
+    "ampere-pipelining",
+    "rocm-wavefront-64",
+    "cdna3-lds",
+    "cdna3-matrix-cores",
+    "cdna3-waves-per-eu",
+    "interp-setup",
+    "err-arange-pow2",
+    "err-out-of-resources",
+    "err-illegal-memory-access",
 ]
 
 
@@ -29,7 +51,7 @@ def test_real_corpus_parses_with_valid_tags():
         assert s.platform in PLATFORMS
         assert s.topics and s.text.strip()
         if s.level == "architecture":
-            assert "any" not in s.archs, s.id   # an architecture section names its architectures
+            assert "any" not in s.archs, s.id  # an architecture section names its architectures
     assert not set(REQUIRED) - set(ids)
     by_level = {lv: sum(s.level == lv for s in secs) for lv in LEVELS}
     assert by_level["general"] and by_level["platform"] and by_level["architecture"]
@@ -48,14 +70,19 @@ def test_bad_markdown_is_rejected_with_location():
     with pytest.raises(CorpusError, match="x.md:1"):
         parse_markdown("## Title\nno tag line\ntext\n", "x.md")
     with pytest.raises(CorpusError, match="level"):
-        parse_markdown("## T\n<!-- id: a | level: expert | platform: any | arch: any | topic: t -->\nx\n", "x.md")
+        parse_markdown(
+            "## T\n<!-- id: a | level: expert | platform: any | arch: any | topic: t -->\nx\n", "x.md"
+        )
     with pytest.raises(CorpusError, match="no text"):
-        parse_markdown("## T\n<!-- id: a | level: general | platform: any | arch: any | topic: t -->\n", "x.md")
+        parse_markdown(
+            "## T\n<!-- id: a | level: general | platform: any | arch: any | topic: t -->\n", "x.md"
+        )
 
 
 def test_duplicate_ids_are_rejected(project):
     (project / "corpus" / "dup.md").write_text(
-        "## Again\n<!-- id: t-mask | level: general | platform: any | arch: any | topic: x -->\ntext\n")
+        "## Again\n<!-- id: t-mask | level: general | platform: any | arch: any | topic: x -->\ntext\n"
+    )
     with pytest.raises(CorpusError, match="duplicate section id 't-mask'"):
         load_all(project / "corpus", project)
 

