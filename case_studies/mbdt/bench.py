@@ -96,3 +96,16 @@ def case(dispatch_csv: str | Path | None = None) -> ExactCase:
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", dispatch="dispatch", **{k: "kernel" for k in KERNELS})
     return ExactCase(make_inputs=make_inputs, contenders=contenders, nbytes=nbytes, reference="eager", roles=roles)
+
+
+# The paper's numbers (KernelEvolve section 5.4.2, Figure 17): speedup over the per-feature bucketize loop on MTIA.
+PAPER_SPEEDUPS = {
+    "versus": "eager",
+    "platform": "MTIA v2i and v3",
+    "rows": [
+        {"label": "v2i, 64x2x2", "low": 3.19, "high": 3.19},
+        {"label": "v2i, 2048x2x4", "low": 9.25, "high": 9.25},
+        {"label": "v2i, all shapes", "low": 2.94, "high": 9.25},
+        {"label": "v3, all shapes", "low": 2.31, "high": 3.09},
+    ],
+}
