@@ -81,7 +81,7 @@ def test_literal_key_in_yaml_warns(tmp_path, caplog):
     path.write_text(f"provider: openai\napi_key: {SECRET}\n")
     with caplog.at_level(logging.WARNING):
         cfg = LLMConfig.from_yaml(path, env={})
-    assert cfg.api_key == SECRET and "literally" in caplog.text and SECRET not in caplog.text
+    assert cfg.api_key == SECRET and "literal llm.api_key" in caplog.text and SECRET not in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -117,3 +117,11 @@ def test_every_key_variable_is_stripped_from_candidate_processes():
 
     env = {var: SECRET for var in ENV_VARS["api_key"]} | {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}
     assert stripped_environ(env) == {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}
+
+
+def test_key_passed_in_code_does_not_warn(caplog):
+    from workbench.llm import get_provider
+
+    with caplog.at_level(logging.WARNING):
+        get_provider("openai", base_url="http://127.0.0.1:9/v1", api_key=SECRET).close()
+    assert "literal" not in caplog.text

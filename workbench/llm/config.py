@@ -119,8 +119,6 @@ class LLMConfig:
                 if key == "api_key":
                     if var is not None:
                         values["api_key_env"] = var
-                    elif raw and raw != REDACTED and "api_key_env" not in data:
-                        log.warning("llm.api_key is given literally; prefer a ${OPENAI_API_KEY} reference")
                     if resolved == REDACTED:
                         raise LLMError(
                             "config", "llm.api_key is '<redacted>' (a saved config): set it to ${VAR}"
@@ -169,6 +167,9 @@ class LLMConfig:
         if "api_key" in merged:
             combined.pop("api_key_env", None)
         combined.update(merged)
+        key = data.get("api_key")
+        if isinstance(key, str) and key and key != REDACTED and not _VAR_RE.search(key):
+            log.warning("%s holds a literal llm.api_key; prefer a ${OPENAI_API_KEY} reference", path)
         return cls.from_dict(combined, env=env)
 
     # ---- saving --------------------------------------------------------------------------------------
