@@ -124,3 +124,17 @@ def test_wall_time(toy, tmp_path: Path) -> None:
 
     run = _run(toy, tmp_path, budget=100, max_wall_s=1.0, evaluator=Slow())
     assert run.stop.rule == "wall_time" and len(run.tree) < 10
+
+
+def test_broken_evaluator_stops_the_search(toy, tmp_path: Path) -> None:
+    from workbench.result import EvalResult, Status
+
+    class Broken(FakeEvaluator):
+        def score(self, source):
+            if source == TOY_SOURCE:  # the seed passes; every later evaluation loses its worker
+                return super().score(source)
+            return EvalResult(status=Status.INFRA_ERROR, error="worker lost")
+
+    run = _run(toy, tmp_path, budget=30, evaluator=Broken())
+    assert run.stop.rule == "evaluator_failed" and "worker lost" in run.stop.message
+    assert len(run.tree) <= 1 + 3 + 3  # the streak of 3, plus what was already in flight (capacity + 1)

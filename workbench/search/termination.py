@@ -21,6 +21,7 @@ LLM_FATAL = "llm_unavailable"  # unreachable endpoint, bad key, bad provider con
 BAD_SPEC = "bad_spec"  # the harness could not load or run the spec
 SEEDS_FAILED = "seeds_failed"  # every seed failed and the operator cannot repair code
 INTERRUPTED = "interrupted"  # Ctrl-C
+EVALUATOR_FAILED = "evaluator_failed"  # the evaluation infrastructure keeps failing
 
 
 @dataclass
