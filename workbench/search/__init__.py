@@ -45,6 +45,8 @@ def optimize(
     policy_options: dict[str, Any] | None = None,
     llm_options: dict[str, Any] | None = None,
     offline_share: float = 0.25,
+    llm_max_new_tokens: int = 2048,
+    llm_temperature: float = 0.7,
     operator: Any = None,
     progress: bool = True,
 ):  # -> Run
@@ -64,6 +66,8 @@ def optimize(
         llm=llm,
         llm_options=dict(llm_options or {}),
         offline_share=offline_share,
+        llm_max_new_tokens=llm_max_new_tokens,
+        llm_temperature=llm_temperature,
         budget=budget,
         max_wall_s=max_wall_s,
         max_tokens=max_tokens,

@@ -29,6 +29,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument(
         "--llm", default="none", help="operator's model: none (offline tuner) | openai | transformers"
     )
+    p.add_argument("--max-new-tokens", type=int, default=2048, help="LLM reply length limit")
     p.add_argument("--budget", type=int, default=None, help="nodes to create after the seeds (default 20)")
     p.add_argument("--wall", type=float, default=None, metavar="SECONDS", help="wall-time budget")
     p.add_argument("--tokens", type=int, default=None, help="LLM token budget")
@@ -103,6 +104,7 @@ def _main(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             rng_seed=args.rng_seed,
             progress=not args.no_progress,
+            llm_max_new_tokens=args.max_new_tokens,
         )
     except SearchError as exc:
         print(f"workbench optimize: error: {exc}", file=sys.stderr)

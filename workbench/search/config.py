@@ -29,6 +29,8 @@ class SearchConfig:
     llm: str = "none"  # none | openai | transformers
     llm_options: dict[str, Any] = field(default_factory=dict)  # model, base_url...; keys come from env
     offline_share: float = 0.25  # share of LLM-run expansions given to the tuner
+    llm_max_new_tokens: int = 2048  # per reply; prompt + reply must fit the model's context
+    llm_temperature: float = 0.7
     budget: int | None = 20  # nodes after the seeds
     max_wall_s: float | None = None
     max_tokens: int | None = None

@@ -122,6 +122,8 @@ class SearchEngine:
                 self.cfg.llm,
                 retriever=retriever,
                 offline_share=self.cfg.offline_share,
+                max_new_tokens=self.cfg.llm_max_new_tokens,
+                temperature=self.cfg.llm_temperature,
                 **self.cfg.llm_options,
             )
         except ImportError as exc:

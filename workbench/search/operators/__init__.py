@@ -57,6 +57,8 @@ def make_operator(
     retriever: Any = "auto",
     offline_share: float = 0.25,
     template: str = "universal_v1",
+    max_new_tokens: int = 2048,
+    temperature: float = 0.7,
     **llm_cfg: Any,
 ) -> Operator:
     """`none`: the offline tuner alone (the embedded default). A provider name: the universal LLM
@@ -68,6 +70,10 @@ def make_operator(
 
     provider = get_provider(llm, **llm_cfg)
     op = LLMOperator(
-        provider, UniversalPromptBuilder(template, retriever=retriever), concurrent=llm == "openai"
+        provider,
+        UniversalPromptBuilder(template, retriever=retriever),
+        max_tokens=max_new_tokens,
+        temperature=temperature,
+        concurrent=llm == "openai",
     )
     return OperatorMix(op, offline, offline_share=offline_share) if offline_share > 0 else op
