@@ -78,7 +78,8 @@ def check_spec_shapes(name: str, device: str, fuzz: int, smoke: bool = False) ->
                 same, why = False, f"{type(e).__name__}: {e}"
             out.append({"case": name, "shape": shape_name, "draw": draw, "identical": same, "why": why,
                         "seconds": round(time.perf_counter() - t0, 3)})
-            log.info("check %s %s draw %d: %s %s", name, shape_name, draw, "identical" if same else "MISMATCH", why)
+            log.info("check %s %s draw %d: %s %s", name, shape_name, draw,
+                     "identical" if same else "MISMATCH", why)
     for k, v in base.items():
         setattr(spec, k, v)
     return out
@@ -96,7 +97,8 @@ def summarize(name: str, rows: list[dict[str, Any]], kernels: list[str]) -> str:
             if not ks:
                 continue
             best = min(ks, key=ks.get)
-            others = "  ".join(f"{c}={v:.1f}({v / ks[best]:.2f}x)" for c, v in med.items() if c not in kernels)
+            others = "  ".join(f"{c}={v:.1f}({v / ks[best]:.2f}x)" for c, v in med.items()
+                               if c not in kernels)
             kern = " ".join(f"{k}={v:.1f}" for k, v in ks.items())
             lines.append(f"{shape:>22} | {kern} | {others}")
     return "\n".join(lines)
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="read dispatch decisions from DIR/<name>.csv instead of this run's pass A")
     ap.add_argument("--fuzz", type=int, default=2, help="fresh random draws per spec shape in the check")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes, CPU allowed, no torch.compile")
-    ap.add_argument("--commit", default=None, help="git commit to record when the copy has no .git (device runs)")
+    ap.add_argument("--commit", default=None,
+                    help="git commit to record when the copy has no .git (device runs)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args.out.mkdir(parents=True, exist_ok=True)

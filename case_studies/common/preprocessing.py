@@ -45,7 +45,8 @@ def outputs_identical(out: Any, ref: Any) -> tuple[bool, str]:
         if not torch.equal(g, r):
             bad = (g != r).reshape(-1)
             first = int(bad.nonzero()[0]) if bad.any() else -1
-            return False, f"output[{i}]: {int(bad.sum())} of {bad.numel()} differ, first at flat index {first}"
+            return False, (f"output[{i}]: {int(bad.sum())} of {bad.numel()} differ, "
+                           f"first at flat index {first}")
     return True, ""
 
 
@@ -134,7 +135,8 @@ def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "
                     if m == "graph" and (c in case.no_graph or device != "cuda"):
                         why_skip = ("synchronizes with the host (output size is data): not capturable"
                                     if c in case.no_graph else "CUDA graphs need a CUDA device")
-                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="skipped", error=why_skip))
+                        emit(BenchRow(**base, contender=c, role=role, mode=m, status="skipped",
+                                      error=why_skip))
                     elif m == "graph":
                         try:
                             timed[(c, m)] = capture_graph(fn).replay
@@ -158,7 +160,8 @@ def run_exact_benchmark(decl: BenchmarkDecl, case: ExactCase, *, device: str = "
                 role = case.roles.get(c, "pytorch")
                 status, why, setup_s = info[c]
                 if (c, m) in failed:
-                    emit(BenchRow(**base, contender=c, role=role, mode=m, status="error", error=failed[(c, m)]))
+                    emit(BenchRow(**base, contender=c, role=role, mode=m, status="error",
+                                  error=failed[(c, m)]))
                     continue
                 t = _combine(samples[(c, m)], m)
                 emit(BenchRow(**base, contender=c, role=role, mode=m, status=status,

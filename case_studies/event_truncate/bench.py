@@ -131,7 +131,8 @@ def case(dispatch_csv: str | Path | None = None) -> ExactCase:
                      roles=roles, no_graph=SYNCING)
 
 
-# The paper's numbers (KernelEvolve section 5.5, Table 8): speedup over the sequential per-feature implementation.
+# The paper's numbers (KernelEvolve section 5.5, Table 8): speedup over the sequential per-feature
+# implementation.
 PAPER_SPEEDUPS = {
     "versus": "eager",
     "platform": "production (GPU, unspecified)",

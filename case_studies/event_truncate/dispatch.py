@@ -13,7 +13,8 @@ import torch
 from case_studies.common.dispatch import Decision, ShapeDispatcher
 from case_studies.event_truncate.reference import BatchEventTruncateVectorized
 
-RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "event_truncate" / "bench.csv"
+RESULTS_CSV = (Path(__file__).resolve().parents[2] / "results" / "case_studies" / "event_truncate"
+               / "bench.csv")
 
 
 class EventTruncateDispatcher(ShapeDispatcher):

@@ -11,8 +11,9 @@ totals (at most a few hundred, read at once), writes the final offsets, and copi
 a [SEGS, COLS] tile per step (one row per segment, contiguous in both source and destination), up to
 the longest kept length of its segments. The scan's scratch is a separate buffer, never updated in
 place: a small tensor is replicated over threads, and a read-modify-write of the same element by two
-replicas raced on the H200 (the prefix was sometimes added twice; the CPU interpreter cannot show it). A single launch would need a decoupled look-back scan
-(programs spinning on their predecessors); two launches cost about 2 us more and cannot deadlock.
+replicas raced on the H200 (the prefix was sometimes added twice; the CPU interpreter cannot show it).
+A single launch would need a decoupled look-back scan (programs spinning on their predecessors);
+two launches cost about 2 us more and cannot deadlock.
 
 The output size is data. `batch_event_truncate(..., exact=False)` allocates the values by the
 host-known upper bound min(N, S * T) and returns it with the device offsets (new_offsets[S] is the
@@ -105,7 +106,8 @@ def _fixup_copy_kernel(values_ptr, offsets_ptr, scratch_ptr, block_sums_ptr, new
 
 def batch_event_truncate(values: torch.Tensor, offsets: torch.Tensor, max_len: int, *, exact: bool = True,
                          scan_block: int | None = None, segs: int | None = None, cols: int | None = None,
-                         num_warps: int | None = None, probes: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                         num_warps: int | None = None,
+                         probes: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Truncate every segment to its last `max_len` events. Returns (values, offsets [S + 1]).
 
     exact=True: values sized exactly (one host sync to read the total). exact=False: values sized by
@@ -130,7 +132,8 @@ def batch_event_truncate(values: torch.Tensor, offsets: torch.Tensor, max_len: i
     nw = num_warps or NUM_WARPS
     _keep_scan_kernel[(n_blocks,)](offsets, scratch, block_sums, S, max_len, SCAN_BLOCK=sb,
                                    PROBES=probes, num_warps=nw)
-    _fixup_copy_kernel[(triton.cdiv(S, sg),)](values, offsets, scratch, block_sums, new_offsets, out, S, max_len,
+    _fixup_copy_kernel[(triton.cdiv(S, sg),)](values, offsets, scratch, block_sums, new_offsets, out,
+                                              S, max_len,
                                               SCAN_BLOCK=sb, NB_P2=triton.next_power_of_2(n_blocks), SEGS=sg,
                                               COLS=cols or COLS, PROBES=probes, num_warps=nw)
     if exact:

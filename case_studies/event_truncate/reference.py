@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 
-def _truncate_segments(values: torch.Tensor, offsets: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _truncate_segments(values: torch.Tensor, offsets: torch.Tensor,
+                       max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Kept values and kept lengths of the segments delimited by `offsets` (indices into `values`)."""
     starts, ends = offsets[:-1], offsets[1:]
     keep = (ends - starts).clamp(max=max_len)

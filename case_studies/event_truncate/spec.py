@@ -3,7 +3,8 @@
 
 `Model` is the paper's sequential per-feature baseline (`reference.BatchEventTruncate`). Every
 segment has a length uniform on 0..MAX_EVENTS (so empty segments occur), drawn in complementary pairs
-so the total is fixed by the shape; values are random int64 event ids. MAX_LEN < MAX_EVENTS needs truncation; MAX_LEN = MAX_EVENTS needs none.
+so the total is fixed by the shape; values are random int64 event ids. MAX_LEN < MAX_EVENTS needs
+truncation; MAX_LEN = MAX_EVENTS needs none.
 Outputs: (new_values, new_offsets).
 """
 from __future__ import annotations

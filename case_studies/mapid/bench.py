@@ -117,8 +117,8 @@ def case(dispatch_csv: str | Path | None = None) -> ExactCase:
                      roles=roles, compile_shapes=lambda p: p["UNKNOWN_RATE"] == 0.1)
 
 
-# The paper's numbers (KernelEvolve section 5.4.1, Table 7): speedup of the generated kernel over the four-operator
-# chain on MTIA; rendered beside ours by the notebook.
+# The paper's numbers (KernelEvolve section 5.4.1, Table 7): speedup of the generated kernel over the
+# four-operator chain on MTIA; rendered beside ours by the notebook.
 PAPER_SPEEDUPS = {
     "versus": "eager",
     "platform": "MTIA v3 (v2i in parentheses)",

@@ -197,7 +197,8 @@ def build_hash_table(vocab: torch.Tensor, max_load: float = 0.5) -> tuple[torch.
     return torch.from_numpy(table.reshape(-1)).to(vocab.device), log2m, rounds
 
 
-def build_buckets(vocab: torch.Tensor, max_width: int = 32, spread: int | None = None) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+def build_buckets(vocab: torch.Tensor, max_width: int = 32,
+                  spread: int | None = None) -> tuple[torch.Tensor, torch.Tensor, int, int]:
     """CSR hashed buckets for `vocab` (sorted int64): returns (directory [NB + 1] int32, entries [2V']
     int64 interleaved (key, position + 1) grouped by bucket, log2 NB, W = the largest bucket rounded
     up to a power of two). Repeated vocabulary values keep their first position. Doubles the bucket
@@ -223,7 +224,8 @@ def build_buckets(vocab: torch.Tensor, max_width: int = 32, spread: int | None =
 
 
 def mapid_bucket(ids: torch.Tensor, directory: torch.Tensor, entries: torch.Tensor, log2b: int, width: int, *,
-                 block: int | None = None, num_warps: int | None = None, probes: bool = False) -> torch.Tensor:
+                 block: int | None = None, num_warps: int | None = None,
+                 probes: bool = False) -> torch.Tensor:
     out = torch.empty_like(ids)
     n = ids.numel()
     if n == 0:

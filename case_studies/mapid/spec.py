@@ -2,9 +2,10 @@
 
 `Model` is the paper's four-operator chain (`reference.MapIdTransform`). The vocabulary (module
 state, an init input) holds VOCAB_SIZE sorted distinct even int64 values spread over most of
-the range (negative ids too); unknown ids are odd, so UNKNOWN_RATE is exact. The ids are the flattened values of a jagged
-batch of NUM_SAMPLES samples with IDS_PER_SAMPLE ids on average (the offsets pass through the
-transform unchanged, so only the values are inputs).
+the range (negative ids too); unknown ids are odd, so UNKNOWN_RATE is exact. The ids are the
+flattened values of a jagged batch of NUM_SAMPLES samples with IDS_PER_SAMPLE ids each (the
+offsets pass through the transform unchanged, so only the values are inputs; the total is fixed by
+the shape, as the harness's buffer refill needs).
 """
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ BENCHMARK = {
          "contenders": ["eager", "vectorized_eager", *KERNELS], "modes": ["plain", "graph"]},
         # torch.compile costs seconds a shape on the lent machine: the paper's end points and ours
         {"name": "compiled_paper", "shapes": [PAPER[0], PAPER[3]], "dtypes": ["float32"],
-         "contenders": ["compile_default", "vectorized_compile_default", "triton"], "modes": ["plain", "graph"]},
+         "contenders": ["compile_default", "vectorized_compile_default", "triton"],
+         "modes": ["plain", "graph"]},
         {"name": "compiled_beyond", "shapes": [BEYOND[1], BEYOND[3]], "dtypes": ["float32"],
          "contenders": ["vectorized_compile_default", "triton"], "modes": ["plain", "graph"]},
     ],
@@ -95,10 +96,12 @@ def case(dispatch_csv: str | Path | None = None) -> ExactCase:
     }
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", dispatch="dispatch", **{k: "kernel" for k in KERNELS})
-    return ExactCase(make_inputs=make_inputs, contenders=contenders, nbytes=nbytes, reference="eager", roles=roles)
+    return ExactCase(make_inputs=make_inputs, contenders=contenders, nbytes=nbytes, reference="eager",
+                     roles=roles)
 
 
-# The paper's numbers (KernelEvolve section 5.4.2, Figure 17): speedup over the per-feature bucketize loop on MTIA.
+# The paper's numbers (KernelEvolve section 5.4.2, Figure 17): speedup over the per-feature bucketize
+# loop on MTIA.
 PAPER_SPEEDUPS = {
     "versus": "eager",
     "platform": "MTIA v2i and v3",

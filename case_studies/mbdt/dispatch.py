@@ -23,7 +23,8 @@ class MBDTDispatcher(ShapeDispatcher):
 
 
 class MBDTDispatch(torch.nn.Module):
-    """`reference.MergeBucketizedDense`'s constructor and forward; routes each call by its recorded decision."""
+    """`reference.MergeBucketizedDense`'s constructor and forward; routes each call by its recorded
+    decision."""
 
     def __init__(self, borders: torch.Tensor, border_lengths: torch.Tensor | list[int],
                  results_csv: str | Path | None = None):

@@ -89,7 +89,8 @@ def _mbdt_kernel(x_ptr, padded_ptr, counts_ptr, offsets_ptr, out_ptr,
         pl.exit_scope("store_out")
 
 
-def pack_borders(borders: torch.Tensor, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+def pack_borders(borders: torch.Tensor,
+                 lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """(padded [MAXN, F] float32 with +inf padding (border-major), counts [F] int32, offsets [F] int64, MAXN).
     MAXN is rounded up to a power of two so the binary variant takes the same steps in every lane."""
     F = len(lengths)

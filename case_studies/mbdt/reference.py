@@ -91,7 +91,8 @@ class MergeBucketizedDenseVectorized(nn.Module):
             padded[f, :n] = borders.detach().cpu().float()[start:start + n]
             start += n
         self.register_buffer("padded", padded.to(borders.device))
-        self.register_buffer("counts", torch.tensor(lengths, dtype=torch.int64, device=borders.device).view(F, 1))
+        self.register_buffer("counts", torch.tensor(lengths, dtype=torch.int64,
+                                                    device=borders.device).view(F, 1))
         self.register_buffer("offsets", torch.tensor(bucket_offsets(lengths), dtype=torch.int64,
                                                      device=borders.device).view(F, 1))
 

@@ -130,7 +130,8 @@ def test_dispatch_falls_back_on_cpu(tmp_path) -> None:
     assert not m.decide(offsets).use_kernel
     assert outputs_identical(m(values, offsets), BatchEventTruncate(2, 3)(values, offsets))[0]
     params = '{"BATCH": 1024, "MAX_EVENTS": 200, "MAX_LEN": 50, "NUM_FEATURES": 32}'
-    rows = [{"status": "ok", "contender": c, "mode": "plain", "dtype": "int64", "params": params, "median_us": us}
+    rows = [{"status": "ok", "contender": c, "mode": "plain", "dtype": "int64", "params": params,
+             "median_us": us}
             for c, us in (("triton_exact", 30.0), ("vectorized_eager", 400.0))]
     d = EventTruncateDispatcher(rows=rows).decide({"NUM_FEATURES": 32, "BATCH": 1024, "MAX_LEN": 50}, "int64")
     assert d.use_kernel and d.kernel_us == 30.0

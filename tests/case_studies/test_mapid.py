@@ -55,7 +55,8 @@ def test_duplicates_negative_and_extreme_ids() -> None:
     """A repeated vocabulary value maps to its first position + 1 (searchsorted's left side);
     INT64_MIN / INT64_MAX and negative ids are ordinary ids."""
     vocab = torch.tensor([I64_MIN, -5, -5, 0, 3, 3, 3, 9, I64_MAX], dtype=torch.int64)
-    ids = torch.tensor([I64_MIN, -5, 0, 3, 9, I64_MAX, 1, -6, I64_MAX - 1, I64_MIN + 1, 3, 4], dtype=torch.int64)
+    ids = torch.tensor([I64_MIN, -5, 0, 3, 9, I64_MAX, 1, -6, I64_MAX - 1, I64_MIN + 1, 3, 4],
+                       dtype=torch.int64)
     want = torch.tensor([1, 2, 4, 5, 8, 9, 0, 0, 0, 0, 5, 0])
     assert torch.equal(_check_all(vocab, ids), want)
     # without INT64_MAX in the table: the bsearch padding value must not count as a hit

@@ -36,7 +36,8 @@ def _all_formulations(borders, lengths, x):
     ref = MergeBucketizedDense(borders, lengths)(x)
     outs = {"vectorized": MergeBucketizedDenseVectorized(borders, lengths)(x)}
     m = kernel.ModelNew(borders, lengths)
-    outs["kernel_linear"] = kernel.mbdt(x, m.padded, m.counts, m.offsets, search="linear", block=64, num_warps=2)
+    outs["kernel_linear"] = kernel.mbdt(x, m.padded, m.counts, m.offsets, search="linear", block=64,
+                                        num_warps=2)
     outs["kernel_binary"] = kernel.mbdt(x, m.padded, m.counts, m.offsets, search="binary", block=128)
     outs["model_new"] = m(x)
     return ref, outs
@@ -109,7 +110,8 @@ def test_spec_shapes(shape: str) -> None:
 def test_tunables_are_data() -> None:
     for name, allowed in kernel.TUNABLES.items():
         assert getattr(kernel, name) in allowed, name
-    assert kernel.tunables_valid({"BLOCK": kernel.BLOCK, "NUM_WARPS": kernel.NUM_WARPS, "SEARCH": kernel.SEARCH})
+    assert kernel.tunables_valid({"BLOCK": kernel.BLOCK, "NUM_WARPS": kernel.NUM_WARPS,
+                                  "SEARCH": kernel.SEARCH})
 
 
 def _rows(kernel_us: float, base_us: float, b: int = 2048, f: int = 64, n: int = 16) -> list[dict]:
