@@ -125,6 +125,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
         base = spec.constants()
         msg["plan"] = {"shapes": [n for n, _ in plan.shapes], "timed": plan.timed_shape}
+        msg["timings_s"]["setup"] = time.perf_counter() - t_start
     except SpecError as exc:
         _send(result_fd, {"status": "bad_spec", "error": str(exc), "violations": []})
         return
@@ -204,7 +205,9 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
             buffers: list[Any] | None = None
             for t in range(plan.trials):
                 stage = f"shape {shape_name}: trial {t}"
+                t_in = time.perf_counter()
                 fresh = _plan.build_inputs(spec, plan.trial_seed(si, t), device)
+                msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
                 if t == plan.trials - 1 and t > 0 and buffers is not None:
                     # Same buffers, new content: a candidate memoizing on pointers returns stale results.
                     _plan.copy_into(buffers, fresh)
@@ -239,7 +242,9 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                         guard.violations.append(f"output_type:{type(o).__name__}")
                         outs[i] = o.as_subclass(torch.Tensor)
                 fname = f"out_{si}_{t}.pt"
+                t_sv = time.perf_counter()
                 _save_outputs(outs, sandbox / fname)
+                msg["timings_s"]["save_outputs"] = msg["timings_s"].get("save_outputs", 0.0) + time.perf_counter() - t_sv
                 msg["outputs"].append({"shape": shape_name, "shape_idx": si, "trial": t, "file": fname})
                 buffers = inputs
             if opcheck.STATE.launches == 0 and "no_triton_kernel" not in guard.violations:
@@ -248,8 +253,10 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                 break
             if shape_name == plan.timed_shape and not job.get("skip_timing"):
                 stage = f"shape {shape_name}: timing"
+                t_in = time.perf_counter()
                 sets = [_plan.build_inputs(spec, plan.timing_seed(j), device) for j in range(N_TIMING_SETS)]
                 bufs = _inputs_snapshot(sets[0])
+                msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
                 last: dict[str, Any] = {}
 
                 def call() -> None:

@@ -111,7 +111,9 @@ class Server:
     def __init__(self, device: str) -> None:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
-        self.root = Path(tempfile.mkdtemp(prefix="wb-harness-"))
+        # Candidate outputs travel to the reference process as files: keep them in memory when possible.
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
         self._fds: set[int] = set()  # server-side ends of every spare's pipes: closed in each new child
         self._spares: dict[str, _Spare | None] = {"candidate": None, "reference": None}
 
