@@ -58,3 +58,10 @@ def test_candidate_stdout_is_not_the_verdict(harness: Harness) -> None:
                            Path(__file__).parent / "exploits" / "prints_verdict.py", trials=1)
     assert "FITNESS_SCORE: 999" in res.stdout_tail
     assert res.fitness == 0.0
+
+
+def test_data_dependent_input_sizes(harness: Harness) -> None:
+    """Inputs whose size depends on the random draw cannot be refilled in place: fresh sets are used."""
+    specs = Path(__file__).parent / "specs"
+    res = harness.evaluate(specs / "jagged_spec.py", specs / "jagged_candidate.py")
+    assert res.passed, res.error

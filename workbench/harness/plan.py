@@ -77,8 +77,33 @@ def apply_shape(spec: Spec, base: dict[str, Any], overrides: dict[str, Any]) -> 
     spec.apply(overrides)
 
 
+def same_layout(buffers: list[Any], src: list[Any]) -> bool:
+    """True when `src` can be copied into `buffers` (specs with data-dependent sizes cannot)."""
+    return len(buffers) == len(src) and all(
+        not isinstance(b, torch.Tensor) or (isinstance(s, torch.Tensor) and b.shape == s.shape and b.dtype == s.dtype)
+        for b, s in zip(buffers, src))
+
+
 def copy_into(buffers: list[Any], src: list[Any]) -> None:
     """Refill the same input buffers with new content (same pointers, other values)."""
     for b, s in zip(buffers, src):
-        if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor) and b.shape == s.shape and b.dtype == s.dtype:
+        if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
             b.copy_(s)
+
+
+class Rotation:
+    """The inputs of the timed repetitions: refilled in place between repetitions when the sizes
+    allow it (defeats memoization on pointers), else rotated through the sets themselves (specs whose
+    input sizes depend on the random data)."""
+
+    def __init__(self, sets: list[list[Any]]) -> None:
+        self.sets = sets
+        self.in_place = all(same_layout(sets[0], st) for st in sets)
+        self.current = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]] if self.in_place else sets[0]
+
+    def prepare(self, rep: int) -> None:
+        src = self.sets[rep % len(self.sets)]
+        if self.in_place:
+            copy_into(self.current, src)
+        else:
+            self.current = src
