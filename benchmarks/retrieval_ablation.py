@@ -114,7 +114,8 @@ def main() -> None:
     try:
         retriever = Retriever("minilm")
         retriever.build()
-        provider = get_provider("openai", base_url=url, api_key=key, model=model, timeout_s=600)
+        os.environ["WORKBENCH_LLM_API_KEY"] = key or ""  # from the environment, never written to a config
+        provider = get_provider("openai", base_url=url, model=model, timeout_s=600)
         for rep in range(args.repeats):
             for arm in ("without_retrieval", "with_retrieval"):
                 builder = UniversalPromptBuilder(retriever=retriever if arm == "with_retrieval" else None)
@@ -167,7 +168,11 @@ def main() -> None:
     finally:
         if proc is not None:
             proc.terminate()
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
     summary = {}
     for arm in ("without_retrieval", "with_retrieval"):
         rs = [r for r in runs if r["arm"] == arm]

@@ -92,7 +92,7 @@ def main() -> None:
     filters = [TagFilter.make(q.platform, q.arch) for q in queries]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as cache:
-        r = Retriever("minilm", cache_dir=cache, auto_refresh=False)
+        r = Retriever("minilm", cache_dir=cache, auto_refresh=False, query_cache_size=0)  # uncached
         info = r.build()
         r.embedder.embed(texts[:2])  # warm-up
         emb_ts, emb_cpu, qvecs = [], [], []

@@ -92,3 +92,20 @@ def test_diagnosis_of_slow_and_incorrect_results():
     assert "numerical mismatch" in q and "first mismatch: index 123" in q
     rej = EvalResult(status=Status.REJECTED, violations=["forbidden_torch_op:mm"])
     assert "violations: forbidden_torch_op:mm" in diagnosis_query(rej)
+
+
+def test_query_vectors_are_cached_and_dropped_on_reindex(project):
+    from tests.retrieval.conftest import make_retriever
+
+    r = make_retriever(project)
+    calls = []
+    embed = r.embedder.embed
+    r.embedder.embed = lambda texts: (calls.append(list(texts)), embed(texts))[1]
+    r.query("tensor memory accelerator", 1)
+    r.query("tensor memory accelerator", 1)
+    assert calls.count(["tensor memory accelerator"]) == 1
+    (project / "corpus" / "more.md").write_text(
+        "## New\n<!-- id: t-new | level: general | platform: any | arch: any | topic: x -->\nnew text\n"
+    )
+    r.query("tensor memory accelerator", 1)  # corpus changed: re-indexed, IDF refitted, query re-embedded
+    assert calls.count(["tensor memory accelerator"]) == 2
