@@ -59,7 +59,9 @@ def _comparable(r) -> dict:
         "correct": r.correct,
         "violations": r.violations,
         "shapes": r.shapes,
-        "max_abs_err": r.max_abs_err,
+        # an incorrect candidate's error size is not reproducible run to run (measured 3.75 vs 3.96 for
+        # `wrong` in two runs on this machine; cause not pinned down), only that it is wrong
+        "max_abs_err": r.max_abs_err if r.passed else (r.max_abs_err or 0) > 0,
         "fitness>0": r.fitness > 0,
         "error_head": (r.error.strip().splitlines() or [""])[0][:80],
     }
@@ -69,15 +71,16 @@ def _comparable(r) -> dict:
 def evaluator():
     addr = os.environ.get("RAY_ADDRESS")
     if addr:
-        # A cluster started beforehand (`ray start --head --num-cpus=4
-        # --resources='{"platform:cpu": 4, "platform:interp-b": 1}'`): on a loaded machine Ray's own
+        # A cluster started beforehand (`ray start --head --num-cpus=5
+        # --resources='{"platform:cpu": 3, "platform:interp-b": 1}'`): on a loaded machine Ray's own
         # start-up can miss its agent's 15 s window, a cluster started once avoids paying that per run.
         ray.init(address=addr, log_to_driver=False)
     else:
-        # 4 logical CPUs on 2 cores: room for replacement workers while killed ones are released.
+        # 5 logical CPUs on 2 cores: the evaluator (2 cpu + 1 interp-b), one more cpu worker for the
+        # version test, and room for a replacement while a killed worker is released.
         start_local_cluster(
-            num_cpus=4,
-            resources={"platform:cpu": 2, f"platform:{OTHER}": 1},
+            num_cpus=5,
+            resources={"platform:cpu": 3, f"platform:{OTHER}": 1},
             include_dashboard=False,
             log_to_driver=False,
         )
@@ -160,8 +163,15 @@ def test_a_killed_worker_loses_no_job_and_counts_none_twice(evaluator):
     lost = next(r for r in results if r.details["dispatch"]["attempts"] == 2)
     assert victim["name"] in lost.details["dispatch"]["losses"][0]
     assert evaluator.stats["worker_losses"] == 1 and evaluator.stats["requeued"] == 1
-    states = {w["name"]: (w["state"], w["restarts"]) for w in evaluator.workers()}
-    assert states[victim["name"]] == ("idle", 1)  # replaced, back in service
+    # the replacement worker (a fresh actor importing torch, warming a harness) comes back into service
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        state = {w["name"]: (w["state"], w["restarts"]) for w in evaluator.workers()}[victim["name"]]
+        if state[0] != "starting":
+            break
+        time.sleep(0.2)
+    assert state == ("idle", 1)
+    assert evaluator.submit(_job("good", "cpu")).result(timeout=300).passed
 
 
 def test_missing_platform_is_refused_before_any_worker_starts(evaluator):
@@ -188,4 +198,4 @@ def test_worker_with_another_triton_is_refused(evaluator, monkeypatch):
         ray_backend, "_driver_versions", lambda: {"triton": "0.0.0-driver", "torch": torch.__version__}
     )
     with pytest.raises(WorkerVersionMismatch, match=r"triton 0.0.0-driver.*triton 3\."):
-        RayEvaluator(workers=1, device="cpu", platforms=[OTHER], start_timeout_s=120)
+        RayEvaluator(workers=1, device="cpu", platforms=["cpu"], start_timeout_s=120)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 
-class DistributedError(RuntimeError):
-    """The cluster cannot serve the evaluations asked for; the message says what to fix."""
+class DistributedError(ValueError, RuntimeError):
+    """The cluster cannot serve the evaluations asked for; the message says what to fix.
+
+    A ValueError too: callers that validate their configuration (`make_evaluator`, the search's
+    start-up) already turn ValueError into a clear message before anything runs.
+    """
 
 
 class ClusterUnreachable(DistributedError):
