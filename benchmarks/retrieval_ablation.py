@@ -114,11 +114,38 @@ def main() -> None:
     try:
         retriever = Retriever("minilm")
         retriever.build()
+        # The knowledge base indexes the project's own examples, including the spec's own solution
+        # (examples/vector_add/candidate.py for the default spec). A third arm holds that folder out.
+        from retrieval.corpus import CODE_SAMPLE_GLOBS, REPO_ROOT
+
+        spec_dir = Path(args.spec).resolve().parent
+        held = sorted(
+            {
+                p.relative_to(REPO_ROOT).as_posix()
+                for g in CODE_SAMPLE_GLOBS
+                for p in REPO_ROOT.glob(g)
+                if p.is_file() and spec_dir not in p.resolve().parents
+            }
+        )
+        held_out = Retriever(retriever.embedder, cache_dir=tmp / "kb_held_out", code_globs=tuple(held))
+        held_out.build()
+        arms = {
+            "without_retrieval": None,
+            "with_retrieval": retriever,
+            "with_retrieval_spec_held_out": held_out,
+        }
+        # what a draft prompt receives in each arm (the operator's query for a node without parents)
+        draft_query = "write a first Triton kernel for:\n" + Path(args.spec).read_text()[:1500]
+        knowledge = {
+            arm: [h.section_id for h in r.retrieve(draft_query, platform="cpu", arch="cpu-interpreter").hits]
+            for arm, r in arms.items()
+            if r is not None
+        }
         os.environ["WORKBENCH_LLM_API_KEY"] = key or ""  # from the environment, never written to a config
         provider = get_provider("openai", base_url=url, model=model, timeout_s=600)
         for rep in range(args.repeats):
-            for arm in ("without_retrieval", "with_retrieval"):
-                builder = UniversalPromptBuilder(retriever=retriever if arm == "with_retrieval" else None)
+            for arm, arm_retriever in arms.items():
+                builder = UniversalPromptBuilder(retriever=arm_retriever)
                 op = LLMOperator(
                     provider, builder, max_tokens=args.max_tokens, temperature=0.7, concurrent=False
                 )
@@ -133,7 +160,7 @@ def main() -> None:
                     offline_share=0.0,
                     rng_seed=rep,
                     trials=1,
-                    retrieval=arm == "with_retrieval",
+                    retrieval=arm_retriever is not None,
                     run_dir=tmp / "runs",
                     progress=False,
                 )
@@ -151,9 +178,11 @@ def main() -> None:
                         "best_fitness": best.fitness if best else 0.0,
                         "wall_s": round(wall, 1),
                         "run_id": run.run_id,
+                        "stop": f"{run.stop.rule}: {run.stop.message}" if run.stop else "",
                     }
                 )
                 for _, r in hist.iterrows():
+                    diag = (run.node(r["node"]).diagnosis or "").strip().splitlines()
                     rows.append(
                         {
                             "arm": arm,
@@ -162,6 +191,7 @@ def main() -> None:
                             "operator": r["operator"],
                             "status": r["status"],
                             "fitness": r["fitness"],
+                            "diagnosis": (diag[-1] if diag else "")[:200],
                         }
                     )
                 print(runs[-1], flush=True)
@@ -174,7 +204,7 @@ def main() -> None:
                 proc.kill()
                 proc.wait(timeout=30)
     summary = {}
-    for arm in ("without_retrieval", "with_retrieval"):
+    for arm in ("without_retrieval", "with_retrieval", "with_retrieval_spec_held_out"):
         rs = [r for r in runs if r["arm"] == arm]
         n = sum(r["nodes"] for r in rs)
         st = collections.Counter()
@@ -201,13 +231,16 @@ def main() -> None:
         "budget_per_run": args.budget,
         "repeats": args.repeats,
         "embedder": retriever.embedder.name,
+        "draft_knowledge_sections": knowledge,
         "summary": summary,
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ablation.json").write_text(json.dumps(out, indent=1, default=str))
     with open(args.out / "ablation.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness"])
+        w = csv.DictWriter(
+            f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"]
+        )
         w.writeheader()
         w.writerows(rows)
     print(json.dumps(summary, indent=1))

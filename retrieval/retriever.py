@@ -225,6 +225,13 @@ class Retriever:
             if key in seen_text:
                 continue  # the same text reachable from two sections (a kernel copied into examples/)
             cost = estimate_tokens(h.render())
+            sec = self.kb.sections.get(h.section_id)
+            if h.level == "code_sample" and sec is not None and sec.text != h.text:
+                # A whole example file (kernel + launch wrapper) teaches more than the matched
+                # function alone; use it when it fits what is left of the budget.
+                whole = Hit(h.title, h.tags, h.score, sec.text, h.path, h.section_id, h.level)
+                if used + estimate_tokens(whole.render()) <= budget_tokens:
+                    h, cost = whole, estimate_tokens(whole.render())
             if used + cost > budget_tokens:
                 if chosen:
                     dropped.append(h.section_id)

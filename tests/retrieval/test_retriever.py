@@ -109,3 +109,15 @@ def test_query_vectors_are_cached_and_dropped_on_reindex(project):
     )
     r.query("tensor memory accelerator", 1)  # corpus changed: re-indexed, IDF refitted, query re-embedded
     assert calls.count(["tensor memory accelerator"]) == 2
+
+
+def test_code_sample_comes_whole_when_it_fits(project):
+    from tests.retrieval.conftest import make_retriever
+
+    r = make_retriever(project)
+    q = "vector add kernel with a masked tail: add_kernel tl.load tl.store mask offs"
+    res = r.retrieve(q, platform="cuda", arch="sm_90", budget_tokens=1200)
+    code = [h for h in res.hits if h.level == "code_sample"]
+    assert code and "TUNABLES" in code[0].text and "def add_kernel" in code[0].text
+    small = r.retrieve(q, platform="cuda", arch="sm_90", budget_tokens=120)
+    assert small.tokens <= 122
