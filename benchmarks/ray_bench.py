@@ -218,11 +218,13 @@ def ray_call_floor(ev: Any, n: int = 200) -> dict[str, Any]:
 def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
     """Kill a busy worker's process mid-evaluation; every job must end with exactly one result."""
     calls = {j.job_id: 0 for j in batch}
+    done_at: dict[str, float] = {}
     futs = []
     t0 = time.perf_counter()
     for j in batch:
         f = ev.submit(j)
         f.add_done_callback(lambda _f, jid=j.job_id: calls.__setitem__(jid, calls[jid] + 1))
+        f.add_done_callback(lambda _f, jid=j.job_id: done_at.setdefault(jid, time.perf_counter()))
         futs.append(f)
     victim = None
     while victim is None and time.perf_counter() - t0 < 300:
@@ -235,14 +237,17 @@ def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
     t_kill = time.perf_counter()
     os.kill(victim["info"]["pid"], signal.SIGKILL)
     back_at = None
-    while not all(f.done() for f in futs):
+    deadline = time.perf_counter() + 300
+    # until every job has its result and the replacement worker is back (or 300 s)
+    while time.perf_counter() < deadline and (back_at is None or not all(f.done() for f in futs)):
         if back_at is None:
             st = {w["name"]: w for w in ev.workers()}[victim["name"]]
             if st["state"] in ("idle", "busy") and st["restarts"] >= 1:
                 back_at = time.perf_counter()
         time.sleep(0.05)
-    results = [f.result() for f in futs]
-    wall = time.perf_counter() - t0
+    wall_done = max(done_at.values()) - t0 if len(done_at) == len(futs) else None
+    lost = sum(1 for f in futs if not f.done())
+    results = [f.result(timeout=600) for f in futs]
     attempts = [r.details["dispatch"]["attempts"] for r in results]
     return {
         "n": len(batch),
@@ -254,8 +259,8 @@ def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
             s: sum(1 for r in results if r.status.value == s) for s in {r.status.value for r in results}
         },
         "attempts_histogram": {a: attempts.count(a) for a in sorted(set(attempts))},
-        "lost": sum(1 for r in results if r is None),
-        "wall_s": wall,
+        "unfinished_at_deadline": lost,
+        "batch_wall_s": wall_done,
         "worker_back_after_s": (back_at - t_kill) if back_at else None,
         "stats": ev.stats,
         "all_one_result_none_lost": len(results) == len(batch) and set(calls.values()) == {1},
