@@ -111,6 +111,53 @@ def main() -> None:
         model = None
     rows: list[dict] = []
     runs: list[dict] = []
+    knowledge: dict = {}
+    retriever = None
+
+    def write_outputs(complete: bool) -> dict:
+        summary = {}
+        for arm in ("without_retrieval", "with_retrieval", "with_retrieval_spec_held_out"):
+            rs = [r for r in runs if r["arm"] == arm]
+            n = sum(r["nodes"] for r in rs)
+            st = collections.Counter()
+            for r in rs:
+                st.update(r["statuses"])
+            summary[arm] = {
+                "runs": len(rs),
+                "candidates": n,
+                "passed": sum(r["passed"] for r in rs),
+                "pass_rate": (sum(r["passed"] for r in rs) / n) if n else 0.0,
+                "runs_with_a_passing_kernel": sum(r["best_fitness"] > 0 for r in rs),
+                "mean_best_fitness": sum(r["best_fitness"] for r in rs) / max(len(rs), 1),
+                "statuses": dict(st),
+            }
+        out = {
+            "provenance": collect(),
+            "spec": str(Path(args.spec).resolve().relative_to(ROOT)),
+            "llm": {
+                "base_url": "local llama.cpp" if proc else url,
+                "model": model or GGUF,
+                "max_tokens": args.max_tokens,
+                "temperature": 0.7,
+            },
+            "budget_per_run": args.budget,
+            "repeats": args.repeats,
+            "embedder": retriever.embedder.name,
+            "draft_knowledge_sections": knowledge,
+            "summary": summary,
+            "runs": runs,
+            "complete": complete,
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "ablation.json").write_text(json.dumps(out, indent=1, default=str))
+        with open(args.out / "ablation.csv", "w", newline="") as f:
+            w = csv.DictWriter(
+                f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"]
+            )
+            w.writeheader()
+            w.writerows(rows)
+        return summary
+
     try:
         retriever = Retriever("minilm")
         retriever.build()
@@ -195,6 +242,7 @@ def main() -> None:
                         }
                     )
                 print(runs[-1], flush=True)
+                write_outputs(complete=False)
     finally:
         if proc is not None:
             proc.terminate()
@@ -203,46 +251,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=30)
-    summary = {}
-    for arm in ("without_retrieval", "with_retrieval", "with_retrieval_spec_held_out"):
-        rs = [r for r in runs if r["arm"] == arm]
-        n = sum(r["nodes"] for r in rs)
-        st = collections.Counter()
-        for r in rs:
-            st.update(r["statuses"])
-        summary[arm] = {
-            "runs": len(rs),
-            "candidates": n,
-            "passed": sum(r["passed"] for r in rs),
-            "pass_rate": (sum(r["passed"] for r in rs) / n) if n else 0.0,
-            "runs_with_a_passing_kernel": sum(r["best_fitness"] > 0 for r in rs),
-            "mean_best_fitness": sum(r["best_fitness"] for r in rs) / max(len(rs), 1),
-            "statuses": dict(st),
-        }
-    out = {
-        "provenance": collect(),
-        "spec": str(Path(args.spec).resolve().relative_to(ROOT)),
-        "llm": {
-            "base_url": "local llama.cpp" if proc else url,
-            "model": model or GGUF,
-            "max_tokens": args.max_tokens,
-            "temperature": 0.7,
-        },
-        "budget_per_run": args.budget,
-        "repeats": args.repeats,
-        "embedder": retriever.embedder.name,
-        "draft_knowledge_sections": knowledge,
-        "summary": summary,
-        "runs": runs,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ablation.json").write_text(json.dumps(out, indent=1, default=str))
-    with open(args.out / "ablation.csv", "w", newline="") as f:
-        w = csv.DictWriter(
-            f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"]
-        )
-        w.writeheader()
-        w.writerows(rows)
+    summary = write_outputs(complete=len(runs) == args.repeats * 3)
     print(json.dumps(summary, indent=1))
 
 
