@@ -36,13 +36,14 @@ def main() -> int:
     rows, evals = [], {}
     t0 = time.perf_counter()
     with Harness(device=args.device) as h:
-        h._start()
+        h.start()
         startup = h.startup_s
         for rep in range(args.repeat):
             for spec in sorted((ROOT / "examples").glob("*/spec.py")):
                 res = h.evaluate(spec, spec.parent / "candidate.py")
                 t = res.timings_s
-                own = sum(t.get(k, 0.0) for k in ("compile_and_first_call", "correctness", "timing", "baseline_timing"))
+                phases = ("compile_and_first_call", "correctness", "timing", "baseline_timing")
+                own = sum(t.get(k, 0.0) for k in phases)
                 rows.append({"example": spec.parent.name, "rep": rep, "status": res.status.value,
                              "fitness": res.fitness, "client_wall_s": t.get("client_wall"),
                              "compile_and_first_call_s": t.get("compile_and_first_call"),
@@ -66,8 +67,8 @@ def main() -> int:
            "rows": rows, "total_s": time.perf_counter() - t0}
     (out / f"overhead_{device}.json").write_text(json.dumps(doc, indent=1))
     if evals:
-        (out / f"eval_examples_{device}.json").write_text(json.dumps({"provenance": doc["provenance"], "results": evals},
-                                                                     indent=1))
+        doc_evals = {"provenance": doc["provenance"], "results": evals}
+        (out / f"eval_examples_{device}.json").write_text(json.dumps(doc_evals, indent=1))
     print(f"median harness overhead per candidate on {device}: {med:.3f} s (server start-up {startup:.2f} s, once)")
     return 0
 

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== 2. search: examples/vector_add, offline tuning operator, greedy policy ==", flush=True)
     from workbench.search import optimize
 
-    run = optimize(ROOT / "examples" / "vector_add" / "spec.py", seeds=[ROOT / "examples" / "vector_add" / "candidate.py"],
+    example = ROOT / "examples" / "vector_add"
+    run = optimize(example / "spec.py", seeds=[example / "candidate.py"],
                    policy="greedy", llm="none", budget=args.budget, device=args.device, run_dir=ROOT / "runs",
                    retrieval=False, trials=2)
     print(run.summary() if hasattr(run, "summary") else run)

@@ -52,7 +52,7 @@ class Evaluator(abc.ABC):
         """Evaluations running now, per worker or platform label (for progress bars)."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: backends without resources need no close
         pass
 
     def __enter__(self) -> "Evaluator":

@@ -103,8 +103,9 @@ def load_spec(path: str | Path, overrides: dict[str, Any] | None = None, module_
     for fn in ("get_inputs", "get_init_inputs"):
         if not callable(getattr(module, fn, None)):
             raise SpecError(f"spec {p} defines no `{fn}()` function")
-        if any(param.default is inspect.Parameter.empty and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
-               for param in inspect.signature(getattr(module, fn)).parameters.values()):
+        params = inspect.signature(getattr(module, fn)).parameters.values()
+        if any(p_.default is inspect.Parameter.empty and p_.kind in (p_.POSITIONAL_ONLY, p_.POSITIONAL_OR_KEYWORD)
+               for p_ in params):
             raise SpecError(f"spec {p}: `{fn}()` must take no required arguments")
     shapes = getattr(module, "SHAPES", {}) or {}
     if not isinstance(shapes, dict) or not all(isinstance(v, dict) for v in shapes.values()):

@@ -47,6 +47,12 @@ class Harness:
         self._platform: dict[str, Any] | None = None
 
     # -- server lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the server now (otherwise the first evaluation does), e.g. to pre-warm a worker."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+
     def _start(self) -> None:
         env = stripped_environ()  # secrets never reach the server, hence never a candidate
         if self.device == "cpu":

@@ -21,7 +21,9 @@ import torch
 
 from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
-from workbench.harness import opcheck, plan as _plan, timing as _timing
+from workbench.harness import opcheck
+from workbench.harness import plan as _plan
+from workbench.harness import timing as _timing
 from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.guards import Guard
 from workbench.harness.opcheck import OpRecorder
@@ -244,7 +246,8 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                 fname = f"out_{si}_{t}.pt"
                 t_sv = time.perf_counter()
                 _save_outputs(outs, sandbox / fname)
-                msg["timings_s"]["save_outputs"] = msg["timings_s"].get("save_outputs", 0.0) + time.perf_counter() - t_sv
+                t = msg["timings_s"]
+                t["save_outputs"] = t.get("save_outputs", 0.0) + time.perf_counter() - t_sv
                 msg["outputs"].append({"shape": shape_name, "shape_idx": si, "trial": t, "file": fname})
                 buffers = inputs
             if opcheck.STATE.launches == 0 and "no_triton_kernel" not in guard.violations:
@@ -259,7 +262,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                 last: dict[str, Any] = {}
                 rot = _plan.Rotation(sets)
 
-                def call() -> None:
+                def call(last: dict[str, Any] = last, model: Any = model, rot: _plan.Rotation = rot) -> None:
                     last["out"] = model(*rot.current)
 
                 t2 = time.perf_counter()
@@ -301,7 +304,7 @@ def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: P
         if device == "cuda":
             torch.zeros(1, device="cuda")  # create the context while the candidate runs
         host: dict[tuple[int, int], list[Any]] = {}
-        for si, (shape_name, shape_over) in enumerate(plan.shapes):
+        for si, (_name, shape_over) in enumerate(plan.shapes):
             _plan.apply_shape(spec, base, shape_over)
             for t in range(plan.trials):
                 host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu")
@@ -355,7 +358,8 @@ def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: P
                     rot = _plan.Rotation(sets)
                     t1 = time.perf_counter()
                     with torch.no_grad():
-                        out["baseline"] = _timing.time_callable(lambda: model(*rot.current), rot.prepare, device)
+                        out["baseline"] = _timing.time_callable(lambda m=model, r=rot: m(*r.current), rot.prepare,
+                                                                device)
                     out["timings_s"]["baseline_timing"] = time.perf_counter() - t1
     except SpecError as exc:
         out = {"bad_spec": str(exc)}

@@ -33,8 +33,9 @@ def _describe_mismatch(name: str, got: torch.Tensor, ref: torch.Tensor, atol: fl
     bad = ~torch.isclose(g, r, atol=atol, rtol=rtol, equal_nan=True) if atol or rtol else g != r
     n_bad = int(bad.sum())
     idx = tuple(int(i) for i in torch.nonzero(bad)[0]) if n_bad else ()
+    got_v, ref_v = (g[idx].item(), r[idx].item()) if n_bad else ("", "")
     msg = (f"{name}: {n_bad} of {bad.numel()} elements differ (atol={atol:g}, rtol={rtol:g}); "
-           f"first at index {list(idx)}: got {g[idx].item() if n_bad else ''} expected {r[idx].item() if n_bad else ''}")
+           f"first at index {list(idx)}: got {got_v} expected {ref_v}")
     if got.dtype.is_floating_point:
         nan_g, nan_r = int(torch.isnan(got).sum()), int(torch.isnan(ref).sum())
         inf_g, inf_r = int(torch.isinf(got).sum()), int(torch.isinf(ref).sum())
