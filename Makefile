@@ -29,17 +29,19 @@ $(VENV)/.lab: pyproject.toml $(VENV)/.base
 	$(PIP) install -q -e ".[lab,retrieval]" $(PIN)
 	touch $@
 
+# The demo renders its search plot and report with matplotlib/seaborn (core deps), no extras needed.
 demo: $(VENV)/.base
-	$(PY) -m workbench.demo
+	MPLBACKEND=Agg $(PY) -m workbench.demo
 
 test: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
 	TRITON_INTERPRET=1 HF_HUB_OFFLINE=1 MPLBACKEND=Agg $(PY) -m pytest -q -ra tests
 
 lab: $(VENV)/.lab
 	$(VENV)/bin/jupyter lab notebooks/
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check workbench retrieval profiling case_studies tests
+	$(VENV)/bin/ruff check .
 
 clean-venv:
 	rm -rf $(VENV)
