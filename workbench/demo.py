@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     run = optimize(example / "spec.py", seeds=[example / "candidate.py"],
                    policy="greedy", llm="none", budget=args.budget, device=args.device, run_dir=ROOT / "runs",
                    retrieval=False, trials=2)
-    print(run.summary() if hasattr(run, "summary") else run)
+    print(run.table())
+    best = run.best
+    print(f"\nseed fitness {run.seed_fitness:.4g} -> best {best.fitness if best else 0:.4g} "
+          f"({run.improvement or 0:.1f}x the seed); artifacts in {ROOT / 'runs' / run.run_id}")
     print(f"\ndemo finished in {time.perf_counter() - t0:.0f} s")
     return 0
 
