@@ -69,10 +69,7 @@ def serve_smollm(log_path: Path) -> tuple[subprocess.Popen, str, str]:
         if proc.poll() is not None:
             raise SystemExit(f"llama.cpp server exited {proc.returncode}; see {log_path}")
         try:
-            if (
-                httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=2).status_code
-                == 200
-            ):
+            if httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=2).status_code == 200:
                 return proc, url, key
         except httpx.TransportError:
             pass
@@ -151,9 +148,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "ablation.json").write_text(json.dumps(out, indent=1, default=str))
         with open(args.out / "ablation.csv", "w", newline="") as f:
-            w = csv.DictWriter(
-                f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"]
-            )
+            w = csv.DictWriter(f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"])
             w.writeheader()
             w.writerows(rows)
         return summary
@@ -193,9 +188,7 @@ def main() -> None:
         for rep in range(args.repeats):
             for arm, arm_retriever in arms.items():
                 builder = UniversalPromptBuilder(retriever=arm_retriever)
-                op = LLMOperator(
-                    provider, builder, max_tokens=args.max_tokens, temperature=0.7, concurrent=False
-                )
+                op = LLMOperator(provider, builder, max_tokens=args.max_tokens, temperature=0.7, concurrent=False)
                 t0 = time.perf_counter()
                 run = search.optimize(
                     args.spec,

@@ -63,9 +63,7 @@ def synthetic(r: Retriever, n: int, seed: int = 0) -> tuple[np.ndarray, list, li
     rng = np.random.default_rng(seed)
     base = np.load(r.kb.directory / "vectors.npy")
     src = rng.integers(0, len(base), n)
-    v = base[src] + rng.normal(scale=0.75 / np.sqrt(base.shape[1]), size=(n, base.shape[1])).astype(
-        np.float32
-    )
+    v = base[src] + rng.normal(scale=0.75 / np.sqrt(base.shape[1]), size=(n, base.shape[1])).astype(np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     real = list(r.kb.sections.values())
     sections, chunks = {}, []
@@ -129,9 +127,7 @@ def main() -> None:
                 **pct(e2e),
             }
         )
-        rows.append(
-            {"corpus": "-", "n_chunks": 1, "index": "-", "what": "query_embedding_minilm", **pct(emb_ts)}
-        )
+        rows.append({"corpus": "-", "n_chunks": 1, "index": "-", "what": "query_embedding_minilm", **pct(emb_ts)})
         # CPU time of the (single-threaded) embedding: what it costs on an idle core, whatever the load
         rows.append(
             {
@@ -208,9 +204,7 @@ def main() -> None:
     print("load average at start/end:", prov["loadavg_start"], prov["loadavg_end"])
     for row in rows:
         print(row)
-    print(
-        "IVF recall@10 vs exact:", out["synthetic"]["ivf_recall_at_10_vs_exact"], "load", prov["loadavg_end"]
-    )
+    print("IVF recall@10 vs exact:", out["synthetic"]["ivf_recall_at_10_vs_exact"], "load", prov["loadavg_end"])
 
 
 if __name__ == "__main__":

@@ -48,8 +48,7 @@ def main() -> None:
         "embedders": {},
     }
     rows: dict[str, dict] = {
-        q.id: {"id": q.id, "platform": q.platform, "arch": q.arch, "expected": " ".join(q.expected)}
-        for q in queries
+        q.id: {"id": q.id, "platform": q.platform, "arch": q.arch, "expected": " ".join(q.expected)} for q in queries
     }
     with tempfile.TemporaryDirectory() as cache:
         for name in args.embedders:

@@ -65,8 +65,7 @@ CASES = {
     ),
     "python_global": ("def k(x):\n    tl.store(x, G)", {"x": "*fp32"}, {}, "k[(1,)](torch.zeros(1))"),
     "loop_carried_type": (
-        "def k(x, n):\n    acc = 0\n    for i in range(n):\n"
-        "        acc += tl.load(x + i)\n    tl.store(x, acc)",
+        "def k(x, n):\n    acc = 0\n    for i in range(n):\n        acc += tl.load(x + i)\n    tl.store(x, acc)",
         {"x": "*fp32", "n": "i32"},
         {},
         "k[(1,)](torch.zeros(4), 4)",
@@ -172,9 +171,7 @@ def main() -> None:
     }
     print("unmasked_out_of_bounds", results["unmasked_out_of_bounds"])
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "triggered_errors.json").write_text(
-        json.dumps({"provenance": collect(), "cases": results}, indent=1)
-    )
+    (OUT / "triggered_errors.json").write_text(json.dumps({"provenance": collect(), "cases": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -50,9 +50,7 @@ def chunk_section(s: Section, max_words: int = MAX_WORDS) -> list[Chunk]:
         for i, (name, src) in enumerate(parts):
             text = (f'"""{head}"""\n' if head else "") + src
             chunks.append(
-                Chunk(
-                    f"{s.id}#{i}", s.id, text, f"{s.title}. Code sample ({topics}). {name}: {s.header}\n{src}"
-                )
+                Chunk(f"{s.id}#{i}", s.id, text, f"{s.title}. Code sample ({topics}). {name}: {s.header}\n{src}")
             )
         return chunks
     pieces = _split_paragraphs(s.text, max_words)

@@ -65,9 +65,7 @@ def code_search(
             rel = p.relative_to(root).as_posix()
             r = rel.lower() if ignore_case else rel
             if fnmatch.fnmatch(r, q) or fnmatch.fnmatch(p.name, q) or q in r:
-                head = "\n".join(
-                    p.read_text(encoding="utf-8", errors="replace").splitlines()[: 2 * context + 1]
-                )
+                head = "\n".join(p.read_text(encoding="utf-8", errors="replace").splitlines()[: 2 * context + 1])
                 matches.append(CodeMatch(rel, 0, head))
                 if len(matches) >= max_results:
                     break

@@ -65,9 +65,7 @@ def diagnosis_query(result: Any, profile_summary: str | None = None) -> str:
             parts.extend(key_error_lines(error, 1))
     speedup = _get(result, "speedup", None)
     if status == "passed" and speedup is not None and speedup < 1.0:
-        parts.append(
-            f"correct but slower than the baseline (speedup {speedup:.2f}x): performance below baseline"
-        )
+        parts.append(f"correct but slower than the baseline (speedup {speedup:.2f}x): performance below baseline")
     elif status == "passed" and speedup:
         parts.append(f"correct, speedup {speedup:.2f}x: look for further optimization")
     if profile_summary:

@@ -89,11 +89,7 @@ class VectorIndex:
         nlist = nlist or max(16, int(4 * math.sqrt(n)))
         quant = faiss.IndexFlatIP(d)
         idx = faiss.IndexIVFFlat(quant, d, nlist, faiss.METRIC_INNER_PRODUCT)
-        train = (
-            vectors
-            if n <= 64 * nlist
-            else vectors[np.random.default_rng(0).choice(n, 64 * nlist, replace=False)]
-        )
+        train = vectors if n <= 64 * nlist else vectors[np.random.default_rng(0).choice(n, 64 * nlist, replace=False)]
         idx.train(train)
         idx.add(vectors)
         idx.nprobe = nprobe or 16

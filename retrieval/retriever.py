@@ -202,9 +202,7 @@ class Retriever:
                 return sorted(best.values(), key=lambda h: -h.score)[:top_k]
             k = min(n, k * 4)
 
-    def retrieve(
-        self, diagnosis: str, *, platform: str, arch: str, budget_tokens: int = 1200
-    ) -> RetrievalResult:
+    def retrieve(self, diagnosis: str, *, platform: str, arch: str, budget_tokens: int = 1200) -> RetrievalResult:
         """Knowledge for a prompt: the best sections for `diagnosis` on (platform, arch), at most
         LEVEL_QUOTA per level and REL_FLOOR x the best score, fitted greedily (best first) into
         `budget_tokens`, then ordered general -> platform -> architecture -> code samples."""

@@ -126,8 +126,7 @@ class KnowledgeBase:
         m = read_manifest(d)
         if m.get("embedder") != self.embedder.name or m.get("dim") != self.embedder.dim:
             raise IndexInvalid(
-                f"index built with {m.get('embedder')}/{m.get('dim')}, "
-                f"not {self.embedder.name}/{self.embedder.dim}"
+                f"index built with {m.get('embedder')}/{m.get('dim')}, not {self.embedder.name}/{self.embedder.dim}"
             )
         if m.get("corpus_hash") != chash:
             raise IndexInvalid("corpus changed since the index was built (stale index)")

@@ -65,19 +65,10 @@ def query_box(retriever: Retriever, initial: str = "", platform: str = "cuda") -
             try:
                 if prompt.value:
                     res = retriever.retrieve(text.value, platform=plat.value, arch=arch.value)
-                    display(
-                        HTML(
-                            f"<small>{res.tokens} tokens, embedder {res.embedder}</small>"
-                            + hits_html(res.hits)
-                        )
-                    )
+                    display(HTML(f"<small>{res.tokens} tokens, embedder {res.embedder}</small>" + hits_html(res.hits)))
                 else:
                     display(
-                        HTML(
-                            hits_html(
-                                retriever.query(text.value, top.value, platform=plat.value, arch=arch.value)
-                            )
-                        )
+                        HTML(hits_html(retriever.query(text.value, top.value, platform=plat.value, arch=arch.value)))
                     )
             except ValueError as exc:  # empty query, unknown platform: say so in the widget
                 display(HTML(f"<b style='color:#b00'>{html.escape(str(exc))}</b>"))

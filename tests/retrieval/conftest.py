@@ -65,9 +65,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def make_retriever(project: Path, **kw) -> Retriever:
-    return Retriever(
-        "hashing", cache_dir=project / "cache", corpus_dir=project / "corpus", root=project, **kw
-    )
+    return Retriever("hashing", cache_dir=project / "cache", corpus_dir=project / "corpus", root=project, **kw)
 
 
 @pytest.fixture(scope="session")

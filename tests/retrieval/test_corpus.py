@@ -70,13 +70,9 @@ def test_bad_markdown_is_rejected_with_location():
     with pytest.raises(CorpusError, match="x.md:1"):
         parse_markdown("## Title\nno tag line\ntext\n", "x.md")
     with pytest.raises(CorpusError, match="level"):
-        parse_markdown(
-            "## T\n<!-- id: a | level: expert | platform: any | arch: any | topic: t -->\nx\n", "x.md"
-        )
+        parse_markdown("## T\n<!-- id: a | level: expert | platform: any | arch: any | topic: t -->\nx\n", "x.md")
     with pytest.raises(CorpusError, match="no text"):
-        parse_markdown(
-            "## T\n<!-- id: a | level: general | platform: any | arch: any | topic: t -->\n", "x.md"
-        )
+        parse_markdown("## T\n<!-- id: a | level: general | platform: any | arch: any | topic: t -->\n", "x.md")
 
 
 def test_duplicate_ids_are_rejected(project):

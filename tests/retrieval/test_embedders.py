@@ -40,3 +40,8 @@ def test_minilm_embeds_384d_unit_vectors():
     v = e.embed(["shared memory out of resources", "out of resource: shared memory", "jagged offsets"])
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
     assert v[0] @ v[1] > v[0] @ v[2]  # paraphrases are closer than unrelated text
+    # the direct query path (<= 4 texts) matches SentenceTransformer.encode, used for corpus batches
+    ref = e._model.encode(["shared memory out of resources", "jagged offsets"], normalize_embeddings=True)
+    assert np.abs(v[[0, 2]] - ref).max() < 1e-5
+    batch = e.embed([f"text {i}" for i in range(6)])  # > 4 texts: encode path
+    assert np.abs(batch[:1] - e.embed(["text 0"])).max() < 1e-5

@@ -41,21 +41,15 @@ def test_retrieve_orders_levels_and_respects_budget(real_hashing):
 
 @pytest.mark.parametrize("budget", [60, 300])
 def test_small_budget_still_returns_the_best_hit(real_hashing, budget):
-    res = real_hashing.retrieve(
-        "out of resource: shared memory", platform="cuda", arch="sm_80", budget_tokens=budget
-    )
+    res = real_hashing.retrieve("out of resource: shared memory", platform="cuda", arch="sm_80", budget_tokens=budget)
     assert res.hits and res.tokens <= budget + 2
     assert res.hits[0].section_id in ("err-out-of-resources", "cuda-warps-stages", "ampere-pipelining")
 
 
 def test_platform_filter_excludes_other_vendors(real_hashing):
-    for h in real_hashing.query(
-        "LDS wavefront waves_per_eu MFMA matrix cores", 15, platform="cuda", arch="sm_90"
-    ):
+    for h in real_hashing.query("LDS wavefront waves_per_eu MFMA matrix cores", 15, platform="cuda", arch="sm_90"):
         assert h.tags["platform"] != "rocm"
-    amd = real_hashing.query(
-        "LDS wavefront waves_per_eu MFMA matrix cores", 3, platform="rocm", arch="gfx942"
-    )
+    amd = real_hashing.query("LDS wavefront waves_per_eu MFMA matrix cores", 3, platform="rocm", arch="gfx942")
     assert {h.section_id for h in amd} & {"cdna3-waves-per-eu", "cdna3-matrix-cores", "rocm-wavefront-64"}
     cpu = real_hashing.query("illegal memory access shared memory", 20, platform="cpu", arch="cpu")
     assert all(h.tags["platform"] in ("any", "cpu-interpreter") for h in cpu)
@@ -85,9 +79,7 @@ def test_diagnosis_of_slow_and_incorrect_results():
     slow = EvalResult(status=Status.PASSED, correct=True, speedup=0.42, fitness=0.42)
     assert "slower than the baseline (speedup 0.42x)" in diagnosis_query(slow, "memory bound, 310 GB/s")
     assert "profile: memory bound" in diagnosis_query(slow, "memory bound, 310 GB/s")
-    bad = EvalResult(
-        status=Status.INCORRECT, max_abs_err=0.5, max_rel_err=2.0, details={"first_mismatch": "index 123"}
-    )
+    bad = EvalResult(status=Status.INCORRECT, max_abs_err=0.5, max_rel_err=2.0, details={"first_mismatch": "index 123"})
     q = diagnosis_query(bad)
     assert "numerical mismatch" in q and "first mismatch: index 123" in q
     rej = EvalResult(status=Status.REJECTED, violations=["forbidden_torch_op:mm"])

@@ -33,9 +33,7 @@ def test_platform_aliases_and_hip_reporting_as_cuda():
 
 def test_filter_semantics():
     f = TagFilter.make("cuda", "sm_90")
-    assert (
-        f.accepts("any", ("any",)) and f.accepts("cuda", ("sm_90",)) and f.accepts("cuda", ("sm_80", "sm_90"))
-    )
+    assert f.accepts("any", ("any",)) and f.accepts("cuda", ("sm_90",)) and f.accepts("cuda", ("sm_80", "sm_90"))
     assert not f.accepts("cuda", ("sm_80",)) and not f.accepts("rocm", ("gfx942",))
     assert not f.accepts("cpu-interpreter", ("any",))
     assert TagFilter.make(None, None).accepts("rocm", ("gfx942",))
