@@ -19,6 +19,7 @@ from case_studies.event_truncate.dispatch import (  # noqa: E402
     EventTruncateDispatcher,
 )
 from case_studies.event_truncate.reference import BatchEventTruncate, BatchEventTruncateVectorized  # noqa: E402
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
 
 
 def _batch(f: int, b: int, max_events: int, seed: int, dtype: torch.dtype = torch.int64):
@@ -169,31 +170,6 @@ def test_exact_runner_plumbing_on_cpu() -> None:
     assert rows[("eager", "graph")].status == "skipped"
 
 
-_SM90_SCRIPT = """
-import sys
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-import triton
-{imports}
-for fn, sig, consts in {cases}:
-    triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32))
-print("compiled", len({cases}))
-"""
-
-
-def _compile_for_sm90(imports: str, cases: str) -> None:
-    """Compile the kernels for sm_90 in a process without TRITON_INTERPRET: the interpreter accepts code
-    the compiler rejects (a reassigned constexpr cost the first H200 run of this case study)."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", _SM90_SCRIPT.format(imports=imports, cases=cases)],
-                         capture_output=True, text=True, env=env, timeout=300)
-    if "ptxas" in out.stderr and "not found" in out.stderr.lower():
-        pytest.skip("no ptxas in this Triton install")
-    assert out.returncode == 0, out.stderr[-3000:]
 
 
 

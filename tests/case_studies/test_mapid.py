@@ -14,6 +14,7 @@ import torch  # noqa: E402
 from case_studies.mapid import kernel, spec  # noqa: E402
 from case_studies.mapid.dispatch import MapIdDispatch, MapIdDispatcher  # noqa: E402
 from case_studies.mapid.reference import MapIdTransform, MapIdTransformVectorized  # noqa: E402
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 VARIANTS = ["bucket", "hash", "bsearch"]
@@ -140,31 +141,6 @@ def test_dispatcher_merges_unknown_rates_conservatively(tmp_path) -> None:
     assert torch.equal(m(ids), MapIdTransform(vocab)(ids))
 
 
-_SM90_SCRIPT = """
-import sys
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-import triton
-{imports}
-for fn, sig, consts in {cases}:
-    triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32))
-print("compiled", len({cases}))
-"""
-
-
-def _compile_for_sm90(imports: str, cases: str) -> None:
-    """Compile the kernels for sm_90 in a process without TRITON_INTERPRET: the interpreter accepts code
-    the compiler rejects (a reassigned constexpr cost the first H200 run of this case study)."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", _SM90_SCRIPT.format(imports=imports, cases=cases)],
-                         capture_output=True, text=True, env=env, timeout=300)
-    if "ptxas" in out.stderr and "not found" in out.stderr.lower():
-        pytest.skip("no ptxas in this Triton install")
-    assert out.returncode == 0, out.stderr[-3000:]
 
 
 

@@ -16,6 +16,7 @@ from case_studies.common.dispatch import ShapeDispatcher  # noqa: E402
 from case_studies.mbdt import kernel, spec  # noqa: E402
 from case_studies.mbdt.dispatch import MBDTDispatch, MBDTDispatcher  # noqa: E402
 from case_studies.mbdt.reference import MergeBucketizedDense, MergeBucketizedDenseVectorized  # noqa: E402
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 
@@ -138,31 +139,6 @@ def test_dispatch_module_on_cpu_falls_back_and_matches(tmp_path) -> None:
     assert torch.equal(m(x), MergeBucketizedDense(borders, lens)(x))
 
 
-_SM90_SCRIPT = """
-import sys
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-import triton
-{imports}
-for fn, sig, consts in {cases}:
-    triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 90, 32))
-print("compiled", len({cases}))
-"""
-
-
-def _compile_for_sm90(imports: str, cases: str) -> None:
-    """Compile the kernels for sm_90 in a process without TRITON_INTERPRET: the interpreter accepts code
-    the compiler rejects (a reassigned constexpr cost the first H200 run of this case study)."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", _SM90_SCRIPT.format(imports=imports, cases=cases)],
-                         capture_output=True, text=True, env=env, timeout=300)
-    if "ptxas" in out.stderr and "not found" in out.stderr.lower():
-        pytest.skip("no ptxas in this Triton install")
-    assert out.returncode == 0, out.stderr[-3000:]
 
 
 
