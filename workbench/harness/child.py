@@ -145,15 +145,13 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         return ref_forward(self, *a, **k)
 
     spec.module.Model.forward = tripwire
-    import time as _time_mod
-
     import triton
     import triton.runtime.autotuner
     import triton.runtime.jit
     import triton.testing
 
     for label, obj in [("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
-                       ("torch.cuda", torch.cuda), ("torch.nn.Module", torch.nn.Module), ("time", _time_mod),
+                       ("torch.cuda", torch.cuda), ("torch.nn.Module", torch.nn.Module), ("time", time),
                        ("triton", triton), ("triton.testing", triton.testing), ("os", os), ("builtins", builtins),
                        ("JITFunction", triton.runtime.jit.JITFunction),
                        ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),

@@ -19,6 +19,8 @@ from typing import Any, Callable
 _STDLIB = (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
 _HARNESS_DIR = str(Path(__file__).resolve().parent)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+# Attribute reads that hand out a frame (the harness's locals, its report, the guard itself).
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
 
 
 class Guard:
@@ -30,6 +32,7 @@ class Guard:
         self.private = [str(p.resolve()) for p in private_paths]
         self.violations: list[str] = []
         self.active = False
+        self._busy = False  # walking the stack raises audit events itself: no re-entry
         self._snapshot: dict[tuple[str, str], int] = {}
         self._watched: list[tuple[str, Any]] = []
 
@@ -66,9 +69,16 @@ class Guard:
         return p == "/dev/null" or p.startswith(self.sandbox + os.sep) or p == self.sandbox
 
     # -- the audit hook ----------------------------------------------------------------------
-    def audit(self, event: str, args: tuple) -> None:  # noqa: C901 - one table of rules
-        if not self.active:
+    def audit(self, event: str, args: tuple) -> None:
+        if not self.active or self._busy:
             return
+        self._busy = True
+        try:
+            self._rules(event, args)
+        finally:
+            self._busy = False
+
+    def _rules(self, event: str, args: tuple) -> None:  # noqa: C901 - one table of rules
         if event == "open":
             path, mode, flags = (list(args) + [None, None])[:3]
             if isinstance(path, int) or path is None:
@@ -93,14 +103,19 @@ class Guard:
                        "os.forkpty", "pty.spawn", "os.startfile"):
             # Triton itself runs ptxas/gcc through subprocess when it compiles: allowed when a
             # library frame, not the candidate, made the call.
-            if self._candidate_initiated(sys._getframe(1)):
+            if self._candidate_initiated(sys._getframe(2)):
                 self.refuse("subprocess", f"{event} {str(args[:2])[:80]}")
         elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"):
             self.refuse("network", f"{event} {str(args[1:2])[:80]}")
         elif event.startswith("ctypes.") or event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents",
                                                         "sys._current_frames", "sys.addaudithook"):
-            if self._candidate_initiated(sys._getframe(1)):
+            if self._candidate_initiated(sys._getframe(2)):
                 self.refuse("forbidden_introspection" if not event.startswith("ctypes") else "ctypes", event)
+        elif event in ("sys._getframe", "sys.settrace", "sys.setprofile") or (
+                event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRS):
+            # Frames lead to the harness's locals (the guard, the report being built).
+            if self._candidate_initiated(sys._getframe(2)):
+                self.refuse("frame_introspection", event if event != "object.__getattr__" else str(args[1]))
         elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
             if event != "os.kill" or args[0] not in (os.getpid(), 0):
                 self.refuse("kill", f"{event} {args[:2]}")
