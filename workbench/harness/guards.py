@@ -21,6 +21,12 @@ _HARNESS_DIR = str(Path(__file__).resolve().parent)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # Attribute reads that hand out a frame (the harness's locals, its report, the guard itself).
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
+# Standard-library modules that read frames for their own bookkeeping (a namedtuple's module name,
+# a warning's registry, a log record's caller) and hand no frame back to their caller.
+_FRAME_SAFE_STDLIB = tuple(os.sep + m for m in ("collections" + os.sep + "__init__.py", "typing.py", "enum.py",
+                                                "warnings.py", "logging" + os.sep + "__init__.py",
+                                                "dataclasses.py", "abc.py", "functools.py", "traceback.py",
+                                                "linecache.py"))
 
 
 class Guard:
@@ -113,8 +119,12 @@ class Guard:
                 self.refuse("forbidden_introspection" if not event.startswith("ctypes") else "ctypes", event)
         elif event in ("sys._getframe", "sys.settrace", "sys.setprofile") or (
                 event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRS):
-            # Frames lead to the harness's locals (the guard, the report being built).
-            if self._candidate_initiated(sys._getframe(2)):
+            # Frames lead to the harness's locals (the guard, the report being built), and `f_back`
+            # is not audited: once the candidate holds any frame, it can walk the whole stack.
+            caller = sys._getframe(2)
+            if caller.f_code.co_filename.endswith(_FRAME_SAFE_STDLIB):
+                return
+            if self._candidate_initiated(caller):
                 self.refuse("frame_introspection", event if event != "object.__getattr__" else str(args[1]))
         elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
             if event != "os.kill" or args[0] not in (os.getpid(), 0):
