@@ -14,7 +14,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from case_studies.common.results import read_rows
 
@@ -126,3 +126,32 @@ class ShapeDispatcher:
         matched = dict(zip(self.key_params, best[0], strict=True))
         how = "recorded" if best_d == 0 else f"nearest recorded (log-distance {best_d:.2f})"
         return Decision(wins, f"{how}: kernel {'wins' if wins else 'loses'}", matched, k_us, b_us)
+
+
+class CachedDecisions:
+    """A case study's per-call dispatch: the dispatcher is built on first use (it reads the recorded
+    CSV), and each decision is memoized by the call's shapes, dtype, device and launch mode, so the hot
+    path pays one dict lookup."""
+
+    def __init__(self, make_dispatcher: Callable[[], ShapeDispatcher]) -> None:
+        self._make = make_dispatcher
+        self._dispatcher: ShapeDispatcher | None = None
+        self._decisions: dict[tuple, Decision] = {}
+
+    @property
+    def dispatcher(self) -> ShapeDispatcher:
+        if self._dispatcher is None:
+            self._dispatcher = self._make()
+        return self._dispatcher
+
+    def decide(self, x: Any, key: tuple, params: Callable[[], dict[str, Any]]) -> Decision:
+        """`x` is the tensor whose device and dtype decide; `key` the shapes and scalars that matter;
+        `params` builds the dispatcher's shape parameters (only on a cache miss)."""
+        mode = launch_mode() if x.is_cuda else "plain"
+        full = (*key, x.dtype, x.device.type, mode)
+        if full not in self._decisions:
+            if not x.is_cuda:
+                self._decisions[full] = Decision(False, "not a CUDA tensor")
+            else:
+                self._decisions[full] = self.dispatcher.decide(params(), str(x.dtype).removeprefix("torch."), mode)
+        return self._decisions[full]

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from case_studies.common.dispatch import Decision, ShapeDispatcher, launch_mode
+from case_studies.common.dispatch import CachedDecisions, Decision, ShapeDispatcher
 
 RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "conv1d" / "bench.csv"
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
@@ -27,28 +27,18 @@ class Conv1dDispatcher(ShapeDispatcher):
         return dtype in SUPPORTED_DTYPES and params.get("groups", 1) == 1 and params.get("dilation", 1) == 1
 
 
-_dispatcher: Conv1dDispatcher | None = None
-_decisions: dict[tuple, Decision] = {}
+_cache = CachedDecisions(lambda: Conv1dDispatcher(RESULTS_CSV))
 
 
 def dispatcher() -> Conv1dDispatcher:
-    global _dispatcher
-    if _dispatcher is None:
-        _dispatcher = Conv1dDispatcher(RESULTS_CSV)
-    return _dispatcher
+    return _cache.dispatcher  # type: ignore[return-value]
 
 
 def decide(x: torch.Tensor, weight: torch.Tensor, stride: int = 1, padding: int = 0) -> Decision:
-    mode = launch_mode() if x.is_cuda else "plain"
-    key = (tuple(x.shape), tuple(weight.shape), stride, padding, x.dtype, x.device.type, mode)
-    if key not in _decisions:
-        if not x.is_cuda:
-            _decisions[key] = Decision(False, "not a CUDA tensor")
-        else:
-            p = {"B": x.shape[0], "C_in": x.shape[1], "L": x.shape[2], "C_out": weight.shape[0],
-                 "K": weight.shape[2], "stride": stride, "padding": padding}
-            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."), mode)
-    return _decisions[key]
+    key = (tuple(x.shape), tuple(weight.shape), stride, padding)
+    return _cache.decide(x, key, lambda: {"B": x.shape[0], "C_in": x.shape[1], "L": x.shape[2],
+                                          "C_out": weight.shape[0], "K": weight.shape[2], "stride": stride,
+                                          "padding": padding})
 
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from case_studies.common.contenders import compiled, eager
+from case_studies.common.contenders import kernel, pytorch_contenders
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.optimized_fm.reference import optimized_fm_reference
@@ -66,20 +66,10 @@ def nbytes(p: dict[str, Any], dtype: str) -> float:
     return float((p["B"] * p["N"] * p["D"] + p["N"] * p["K"] + p["B"] * p["N"] * p["K"]) * dtype_bytes(dtype))
 
 
-def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+def case() -> CaseStudyBench:
     from case_studies.optimized_fm.kernel import optimized_fm
 
-    optimized_fm(*inputs)
-    return lambda: optimized_fm(*inputs)
-
-
-def case() -> CaseStudyBench:
-    contenders = {
-        "eager": eager(optimized_fm_reference),
-        "compile_default": compiled(optimized_fm_reference, "default"),
-        "compile_max_autotune": compiled(optimized_fm_reference, "max-autotune-no-cudagraphs"),
-        "triton": _triton,
-    }
+    contenders = {**pytorch_contenders(optimized_fm_reference), "triton": kernel(optimized_fm)}
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", triton="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,

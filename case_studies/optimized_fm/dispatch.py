@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from case_studies.common.dispatch import Decision, ShapeDispatcher, launch_mode
+from case_studies.common.dispatch import CachedDecisions, Decision, ShapeDispatcher
 from case_studies.optimized_fm.reference import optimized_fm_reference
 
 RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "optimized_fm" / "bench.csv"
@@ -26,27 +26,16 @@ class OptimizedFMDispatcher(ShapeDispatcher):
         return dtype in SUPPORTED_DTYPES and params["N"] <= 256 and params["K"] <= 128
 
 
-_dispatcher: OptimizedFMDispatcher | None = None
-_decisions: dict[tuple, Decision] = {}
+_cache = CachedDecisions(lambda: OptimizedFMDispatcher(RESULTS_CSV))
 
 
 def dispatcher() -> OptimizedFMDispatcher:
-    global _dispatcher
-    if _dispatcher is None:
-        _dispatcher = OptimizedFMDispatcher(RESULTS_CSV)
-    return _dispatcher
+    return _cache.dispatcher  # type: ignore[return-value]
 
 
 def decide(x: torch.Tensor, y: torch.Tensor) -> Decision:
-    mode = launch_mode() if x.is_cuda else "plain"
-    key = (tuple(x.shape), tuple(y.shape), x.dtype, x.device.type, mode)
-    if key not in _decisions:
-        if not x.is_cuda:
-            _decisions[key] = Decision(False, "not a CUDA tensor")
-        else:
-            p = {"B": x.shape[0], "N": x.shape[1], "D": x.shape[2], "K": y.shape[1]}
-            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."), mode)
-    return _decisions[key]
+    key = (tuple(x.shape), tuple(y.shape))
+    return _cache.decide(x, key, lambda: {"B": x.shape[0], "N": x.shape[1], "D": x.shape[2], "K": y.shape[1]})
 
 
 def optimized_fm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

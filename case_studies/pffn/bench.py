@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from case_studies.common.contenders import compiled, eager
+from case_studies.common.contenders import kernel, pytorch_contenders
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.pffn.reference import pffn_reference
@@ -73,20 +73,10 @@ def nbytes(p: dict[str, Any], dtype: str) -> float:
     return float((2 * n * b * d + 2 * n * d * k + k + d) * dtype_bytes(dtype))
 
 
-def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+def case() -> CaseStudyBench:
     from case_studies.pffn.kernel import pffn
 
-    pffn(*inputs)
-    return lambda: pffn(*inputs)
-
-
-def case() -> CaseStudyBench:
-    contenders = {
-        "eager": eager(pffn_reference),
-        "compile_default": compiled(pffn_reference, "default"),
-        "compile_max_autotune": compiled(pffn_reference, "max-autotune-no-cudagraphs"),
-        "triton": _triton,
-    }
+    contenders = {**pytorch_contenders(pffn_reference), "triton": kernel(pffn)}
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", triton="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from case_studies.common.dispatch import Decision, ShapeDispatcher, launch_mode
+from case_studies.common.dispatch import CachedDecisions, Decision, ShapeDispatcher
 from case_studies.pffn.reference import EPS, pffn_reference
 
 RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "pffn" / "bench.csv"
@@ -26,27 +26,16 @@ class PFFNDispatcher(ShapeDispatcher):
         return dtype in SUPPORTED_DTYPES and params["K"] <= 256
 
 
-_dispatcher: PFFNDispatcher | None = None
-_decisions: dict[tuple, Decision] = {}
+_cache = CachedDecisions(lambda: PFFNDispatcher(RESULTS_CSV))
 
 
 def dispatcher() -> PFFNDispatcher:
-    global _dispatcher
-    if _dispatcher is None:
-        _dispatcher = PFFNDispatcher(RESULTS_CSV)
-    return _dispatcher
+    return _cache.dispatcher  # type: ignore[return-value]
 
 
 def decide(x: torch.Tensor, w1: torch.Tensor) -> Decision:
-    mode = launch_mode() if x.is_cuda else "plain"
-    key = (tuple(x.shape), tuple(w1.shape), x.dtype, x.device.type, mode)
-    if key not in _decisions:
-        if not x.is_cuda:
-            _decisions[key] = Decision(False, "not a CUDA tensor")
-        else:
-            p = {"N": x.shape[0], "B": x.shape[1], "D": x.shape[2], "K": w1.shape[2]}
-            _decisions[key] = dispatcher().decide(p, str(x.dtype).removeprefix("torch."), mode)
-    return _decisions[key]
+    key = (tuple(x.shape), tuple(w1.shape))
+    return _cache.decide(x, key, lambda: {"N": x.shape[0], "B": x.shape[1], "D": x.shape[2], "K": w1.shape[2]})
 
 
 def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, g2: torch.Tensor,
