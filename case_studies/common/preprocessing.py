@@ -21,7 +21,7 @@ import torch
 
 from case_studies.common.contenders import Factory
 from case_studies.common.metrics import achieved_gbs
-from case_studies.common.runner import BenchmarkDecl, BenchRow
+from case_studies.common.runner import BenchmarkDecl, BenchRow, speedup_columns
 from case_studies.common.timing import Timing, bench, capture_graph
 
 log = logging.getLogger(__name__)
@@ -200,14 +200,7 @@ def speedup_frame(rows: Sequence[dict[str, Any]], kernel: str, versus: Sequence[
             p = next((json.loads(r["params"]) for r in rows if r["shape"] == shape), {})
             row: dict[str, Any] = {"shape": shape, "mode": mode, **{k: p.get(k) for k in params},
                                    kernel: med[kernel]}
-            present = [v for v in versus if v in med]
-            for v in present:
-                row[v] = med[v]
-                row[f"x_{v}"] = med[v] / med[kernel]
-            if present:
-                best = min(present, key=lambda v: med[v])
-                row["best_pytorch"] = best
-                row["x_best"] = med[best] / med[kernel]
+            row.update(speedup_columns(med, kernel, versus, best_key="x_best"))
             out.append(row)
     return pd.DataFrame(out)
 

@@ -210,6 +210,21 @@ def run_benchmark(decl: BenchmarkDecl, case: CaseStudyBench, *, device: str = "c
     return rows
 
 
+def speedup_columns(med: dict[str, float], kernel: str, versus: Sequence[str],
+                    best_key: str = "x_best_pytorch") -> dict[str, Any]:
+    """Each contender's median and its ratio to the kernel's, plus the fastest contender present."""
+    row: dict[str, Any] = {}
+    present = [v for v in versus if v in med]
+    for v in present:
+        row[v] = med[v]
+        row[f"x_{v}"] = med[v] / med[kernel]
+    if present:
+        best = min(present, key=lambda v: med[v])
+        row["best_pytorch"] = best
+        row[best_key] = med[best] / med[kernel]
+    return row
+
+
 def speedup_table(rows: Sequence[dict[str, Any]], *, kernel: str,
                   versus: Sequence[str]) -> list[dict[str, Any]]:
     """Per (shape, dtype, mode): our median and its speedup over each contender in `versus`, and over the
@@ -223,13 +238,6 @@ def speedup_table(rows: Sequence[dict[str, Any]], *, kernel: str,
         if kernel not in med:
             continue
         row: dict[str, Any] = {"shape": shape, "dtype": dtype, "mode": mode, kernel: med[kernel]}
-        present = [v for v in versus if v in med]
-        for v in present:
-            row[v] = med[v]
-            row[f"x_{v}"] = med[v] / med[kernel]
-        if present:
-            best = min(present, key=lambda v: med[v])
-            row["best_pytorch"] = best
-            row["x_best_pytorch"] = med[best] / med[kernel]
+        row.update(speedup_columns(med, kernel, versus, best_key="x_best_pytorch"))
         out.append(row)
     return out
