@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="greedy")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--shapes", default=None, help="named shapes each evaluation checks (default: all)")
+    ap.add_argument("--max-wall-s", type=float, default=None, help="stop the search after this long")
     ap.add_argument("--out-dir", default=str(ROOT / "results"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             policy=args.policy,
             llm="none",
             budget=args.budget,
+            max_wall_s=args.max_wall_s,
+            shapes=args.shapes.split(",") if args.shapes else None,
             device=args.device,
             trials=args.trials,
             evaluator=ev,
@@ -71,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         contender = (
             ev.submit(
-                EvalJob(spec_path=str(spec), candidate_source=shipped, device=args.device, trials=args.trials)
+                EvalJob(spec_path=str(spec), candidate_source=shipped, device=args.device, trials=args.trials,
+                        shapes=args.shapes.split(",") if args.shapes else None)
             ).result()
             if n
             else None
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "policy": args.policy,
         "budget": args.budget,
         "trials": args.trials,
+        "shapes": args.shapes or "all the spec declares",
         "interpreter": interp,
         "platform": run.platform,
         "seed": f"{seed_src_path.relative_to(ROOT)} with AUTOTUNE = False" if n else str(seed_src_path),

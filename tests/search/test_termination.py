@@ -138,3 +138,13 @@ def test_broken_evaluator_stops_the_search(toy, tmp_path: Path) -> None:
     run = _run(toy, tmp_path, budget=30, evaluator=Broken())
     assert run.stop.rule == "evaluator_failed" and "worker lost" in run.stop.message
     assert len(run.tree) <= 1 + 3 + 3  # the streak of 3, plus what was already in flight (capacity + 1)
+
+
+def test_shape_subset_reaches_every_job_and_keys_the_memory_apart(toy, tmp_path: Path) -> None:
+    """`shapes=` narrows what each evaluation checks; such a run is a different problem for the memory."""
+    ev_all, ev_sub = FakeEvaluator(), FakeEvaluator()
+    full = _run(toy, tmp_path, budget=2, evaluator=ev_all)
+    sub = _run(toy, tmp_path, budget=2, evaluator=ev_sub, shapes=["small"])
+    assert ev_all.jobs and all(j.shapes is None for j in ev_all.jobs)
+    assert ev_sub.jobs and all(j.shapes == ["small"] for j in ev_sub.jobs)
+    assert full.spec_key != sub.spec_key and sub.config.shapes == ["small"]

@@ -54,6 +54,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         metavar="NAME=VALUE",
         help="override a module-level constant of the spec (repeatable)",
     )
+    p.add_argument(
+        "--shapes", default=None, metavar="A,B", help="named shapes each evaluation checks (default: all)"
+    )
     p.add_argument("--trials", type=int, default=3, help="timing trials per evaluation")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per evaluation")
     p.add_argument("--rng-seed", type=int, default=0, help="seed of the search's random choices")
@@ -94,6 +97,7 @@ def _main(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             retrieval=not args.no_retrieval,
             overrides=parse_set(args.set),
+            shapes=[s for s in args.shapes.split(",") if s] if args.shapes else None,
             run_dir=args.run_dir,
             resume=args.resume,
             max_wall_s=args.wall,

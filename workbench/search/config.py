@@ -42,6 +42,7 @@ class SearchConfig:
     ray_address: str | None = None
     retrieval: bool = True
     overrides: dict[str, Any] = field(default_factory=dict)  # spec module constants (--set)
+    shapes: list[str] | None = None  # named shapes each evaluation checks (None: all the spec declares)
     trials: int = 3
     timeout_s: float = 300.0
     run_dir: str = "runs"

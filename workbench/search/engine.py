@@ -85,7 +85,9 @@ class SearchEngine:
         self.cfg = config
         self.spec_source = check_spec(config.spec_path)
         self.spec_path = str(Path(config.spec_path).resolve())
-        self.spec_key = spec_key(config.spec_path, self.spec_source, config.overrides)
+        # a subset of shapes is a different problem for the memory: its fitness is not comparable
+        key_extra = {"__shapes__": sorted(config.shapes)} if config.shapes else {}
+        self.spec_key = spec_key(config.spec_path, self.spec_source, {**config.overrides, **key_extra})
         self.rng = random.Random(config.rng_seed)
         self.operator = operator or self._make_operator()
         self._own_operator = operator is None
@@ -299,6 +301,7 @@ class SearchEngine:
             trials=self.cfg.trials,
             timeout_s=self.cfg.timeout_s,
             overrides=dict(self.cfg.overrides),
+            shapes=list(self.cfg.shapes) if self.cfg.shapes else None,
             platform=self.platform,
             job_id=node.id,
         )

@@ -185,7 +185,7 @@ class Run:
             f"# Search run `{self.run_id}`",
             "",
             f"- spec: `{self.config.spec_path}` (key `{self.spec_key}`), "
-            f"overrides {self.config.overrides or '{}'}",
+            f"overrides {self.config.overrides or '{}'}, shapes {self.config.shapes or 'all'}",
             f"- platform: {self.platform}; policy: {self.config.policy}; operator: {self.operator}; "
             f"evaluator: {self.config.evaluator} x{self.config.workers}",
             f"- stopped by **{self.stop.rule}**: {self.stop.message}",
