@@ -30,16 +30,15 @@ BENCHMARK = {
     "warmup_ms": 10,
     "rep_ms": 50,
     "sweeps": [
-        # the production shape against every PyTorch contender a user could pick; triton_gather is the
-        # first (pointer-gather) kernel, kept to show what the TMA loads bought
+        # the production shape against every PyTorch contender a user could pick
         {"name": "production", "shapes": [_shape("production")], "dtypes": ["float16", "float32"],
-         "contenders": [*PYTORCH_CORE, "triton", "triton_gather"], "modes": ["plain", "graph"]},
+         "contenders": [*PYTORCH_CORE, "triton"], "modes": ["plain", "graph"]},
         # the paper's kernel-size question (it does not say which K production uses)
         {"name": "kernel_size", "shapes": [_shape("k1", K=1), _shape("k5", K=5)],
          "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
         {"name": "batch", "shapes": [_shape(f"b{b}", B=b) for b in (256, 4096)],
          "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
-        # out of the production distribution: wide channels, stride 2 (the gather kernel; dispatch territory)
+        # out of the production distribution: wide channels, stride 2 (dispatch territory)
         {"name": "ood", "shapes": [_shape("wide", B=64, C_in=512, C_out=512, L=256),
                                    _shape("stride2", B=2048, K=3, stride=2)],
          "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
@@ -84,13 +83,11 @@ def nbytes(p: dict[str, Any], dtype: str) -> float:
     return float(n * dtype_bytes(dtype))
 
 
-def _triton(path: str) -> Any:
-    def make(p: dict[str, Any], inputs: tuple) -> Any:
-        from case_studies.conv1d.kernel import conv1d
+def _triton(p: dict[str, Any], inputs: tuple) -> Any:
+    from case_studies.conv1d.kernel import conv1d
 
-        conv1d(*inputs, path=path)  # autotune (or compile) outside the timing loop
-        return lambda: conv1d(*inputs, path=path)
-    return make
+    conv1d(*inputs)  # autotune (or compile) outside the timing loop
+    return lambda: conv1d(*inputs)
 
 
 def case() -> CaseStudyBench:
@@ -101,10 +98,9 @@ def case() -> CaseStudyBench:
         "conv2d_compile_default": compiled(conv1d_as_conv2d, "default"),
         "compile_max_autotune": compiled(conv1d_reference, "max-autotune-no-cudagraphs"),
         "conv2d_compile_max_autotune": compiled(conv1d_as_conv2d, "max-autotune-no-cudagraphs"),
-        "triton": _triton("auto"),
-        "triton_gather": _triton("gather"),
+        "triton": _triton,
     }
     roles = {c: "pytorch" for c in contenders}
-    roles.update(eager="baseline", conv2d_eager="baseline", triton="kernel", triton_gather="kernel")
+    roles.update(eager="baseline", conv2d_eager="baseline", triton="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
                           tolerances=TOLERANCES, reference="eager", roles=roles)

@@ -1,6 +1,7 @@
-"""conv1d on the CPU interpreter: the Triton kernel (gather path; the TMA path is GPU-only and checked
-by case_studies/run_gpu_part1.py) against F.conv1d and the conv2d formulation, small and odd shapes,
-every supported dtype at its tolerance; the weight-packing cache; the dispatcher's decisions."""
+"""conv1d on the CPU interpreter: the Triton implicit-GEMM kernel against F.conv1d and the conv2d
+formulation, small and odd shapes (K = 1, 3, 5, stride 2, channel counts off the tile sizes, tiles that
+span two examples), every supported dtype at its tolerance, every kernel variant (unrolled and looped
+C_in, persistent, eviction hints, 1 to 4 accumulators); the weight-packing cache; the dispatcher."""
 from __future__ import annotations
 
 from workbench.env import ensure_interpreter_if_no_gpu
@@ -23,6 +24,8 @@ SHAPES = [  # B, C_in, C_out, L, K, stride, padding
     (1, 17, 33, 50, 1, 2, 0),
     (3, 24, 20, 37, 5, 1, 2),
     (1, 96, 96, 31, 3, 1, 1),   # the production channels, a short sequence
+    (2, 96, 96, 200, 3, 1, 1),  # the production example: 64-position tiles span both examples
+    (2, 130, 70, 77, 3, 1, 1),  # C_in off the 32-channel step, C_out off the 3 x 32 group
 ]
 
 
@@ -59,13 +62,40 @@ def test_no_bias_and_conv2d_formulation_agree():
     torch.testing.assert_close(conv1d_as_conv2d(x, w, None, 1, 1), conv1d_reference(x, w, None, 1, 1))
 
 
-def test_other_tile_configs():
-    x, w, b = _inputs((2, 40, 24, 29, 3, 1, 1), torch.float16)
+@pytest.mark.parametrize("cfg", [
+    {"BLOCK_N": 32, "BLOCK_CO": 32, "CO_SUB": 1, "BLOCK_CI": 16, "num_warps": 2, "num_stages": 1},
+    {"BLOCK_N": 64, "BLOCK_CO": 16, "CO_SUB": 2, "BLOCK_CI": 64, "UNROLL_CI": 0, "num_stages": 3},
+    {"BLOCK_N": 16, "BLOCK_CO": 16, "CO_SUB": 4, "BLOCK_CI": 16, "PERSISTENT": 1, "EVICT": 1},
+    {"BLOCK_N": 128, "BLOCK_CO": 64, "CO_SUB": 1, "BLOCK_CI": 32, "PERSISTENT": 2, "UNROLL_CI": 0},
+])
+def test_other_tile_configs(cfg):
+    x, w, b = _inputs((3, 40, 24, 29, 3, 1, 1), torch.float16)
     ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 1)
-    for cfg in ({"BLOCK_N": 32, "BLOCK_CO": 32, "BLOCK_CI": 16, "num_warps": 2, "num_stages": 1},
-                {"BLOCK_N": 64, "BLOCK_CO": 64, "BLOCK_CI": 64, "num_warps": 4, "num_stages": 2}):
-        out = kernel.conv1d(x, w, b, 1, 1, config=cfg).float()
-        torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2)
+    out = kernel.conv1d(x, w, b, 1, 1, config=cfg).float()
+    torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2, msg=lambda m: _report(out, ref))
+
+
+def test_non_contiguous_input():
+    x, w, b = _inputs((2, 16, 24, 33, 3, 1, 1), torch.float32)
+    xt = x.transpose(1, 2).contiguous().transpose(1, 2)        # same values, channels-last strides
+    torch.testing.assert_close(kernel.conv1d(xt, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_fit_config_shrinks_tiles_to_the_problem():
+    kw = {"BLOCK_N": 64, "BLOCK_CO": 32, "CO_SUB": 4, "BLOCK_CI": 64, "UNROLL_CI": 1, "PERSISTENT": 0,
+          "EVICT": 0}
+    assert kernel.fit_config(kw, 96, 96)["CO_SUB"] == 3                  # 3 x 32 = 96: no padding MMAs
+    small = kernel.fit_config(kw, 5, 7)
+    assert small["BLOCK_CO"] == 16 and small["CO_SUB"] == 1 and small["BLOCK_CI"] == 16
+    got = kernel.prune_configs(kernel.autotune_configs(), {"C_IN": 96, "C_OUT": 96})
+    assert got and all(c.kwargs["BLOCK_CO"] * c.kwargs["CO_SUB"] <= 128 for c in got)
+
+
+def test_rejects_unknown_path():
+    x, w, b = _inputs(SHAPES[0], torch.float32)
+    with pytest.raises(ValueError):
+        kernel.conv1d(x, w, b, path="tma")
 
 
 def test_rejects_mismatched_dtypes_and_shapes():
@@ -80,12 +110,10 @@ def test_weight_pack_cache_follows_in_place_updates():
     w = torch.randn(6, 4, 3)
     p1 = kernel.pack_weight(w)
     assert p1 is kernel.pack_weight(w)                      # cached
-    assert p1.shape == (12, 6) and torch.equal(p1[4 * 2 + 1], w[:, 1, 2])   # row k * C_in + ci
+    assert p1.shape == (3, 4, 6) and torch.equal(p1[2, 1], w[:, 1, 2])   # [K, C_in, C_out]
     w.mul_(2.0)                                             # in place: version counter moves
     p2 = kernel.pack_weight(w)
     assert p2 is not p1 and torch.equal(p2, 2 * p1)
-    t = kernel.pack_weight(w, layout="tma")
-    assert t.shape == (3, 6, 4) and torch.equal(t[2, 5], w[5, :, 2])
 
 
 def test_weight_pack_cache_is_not_fooled_by_reused_memory():
@@ -94,16 +122,11 @@ def test_weight_pack_cache_is_not_fooled_by_reused_memory():
     writer = torch.empty(0).set_(storage, 0, (2, 4, 3))
     writer.copy_(torch.ones(2, 4, 3))
     w1 = torch.empty(0).set_(storage, 0, (2, 4, 3))
-    assert torch.equal(kernel.pack_weight(w1)[0], torch.ones(2))
+    assert torch.equal(kernel.pack_weight(w1)[0, 0], torch.ones(2))
     del w1
     writer.copy_(torch.full((2, 4, 3), 7.0))
     w2 = torch.empty(0).set_(storage, 0, (2, 4, 3))           # same pointer, shape, version 0
-    assert torch.equal(kernel.pack_weight(w2)[0], torch.full((2,), 7.0))
-
-
-def test_tma_path_is_off_in_the_interpreter():
-    x, w, _ = _inputs(SHAPES[3], torch.float16)
-    assert not kernel.tma_supported(x, w, 1)
+    assert torch.equal(kernel.pack_weight(w2)[0, 0], torch.full((2,), 7.0))
 
 
 def test_spec_model_and_seed_candidate_agree():
@@ -119,9 +142,12 @@ def test_spec_model_and_seed_candidate_agree():
 def test_tunables_are_declared_as_data():
     for name, values in kernel.TUNABLES.items():
         assert getattr(kernel, name) in values, name
-    assert all(kernel.tunables_valid({"BLOCK_N": c.kwargs["BLOCK_N"], "BLOCK_CO": c.kwargs["BLOCK_CO"],
-                                      "BLOCK_CI": c.kwargs["BLOCK_CI"], "NUM_WARPS": c.num_warps})
-               for c in kernel.autotune_configs())
+    configs = kernel.autotune_configs()
+    assert len(configs) == len(kernel.AUTOTUNE_SPACE)
+    for c in configs:
+        assert set(c.kwargs) == set(kernel.CONFIG_KEYS)
+        assert kernel.tunables_valid({**c.kwargs, "NUM_WARPS": c.num_warps})
+        assert all(v in kernel.TUNABLES[k] for k, v in c.kwargs.items())
 
 
 def _row(params, contender, mode, median, dtype="float16", status="ok"):
@@ -163,48 +189,3 @@ def test_dispatcher_ignores_incorrect_rows_and_missing_file(tmp_path):
 def test_dispatched_op_on_cpu_is_pytorch():
     x, w, b = _inputs(SHAPES[0], torch.float32)
     torch.testing.assert_close(dispatched_conv1d(x, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1))
-
-
-def _box(t2d: torch.Tensor, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
-    """A TMA box load: out-of-bounds elements read as zero."""
-    out = torch.zeros(rows, cols, dtype=t2d.dtype)
-    r_lo, c_lo = max(r0, 0), max(c0, 0)
-    r_hi, c_hi = min(r0 + rows, t2d.shape[0]), min(c0 + cols, t2d.shape[1])
-    if r_hi > r_lo and c_hi > c_lo:
-        out[r_lo - r0:r_hi - r0, c_lo - c0:c_hi - c0] = t2d[r_lo:r_hi, c_lo:c_hi]
-    return out
-
-
-@pytest.mark.parametrize("shape,tiles", [((2, 32, 17, 64, 3, 1, 1), (32, 64, 16)),
-                                         ((3, 48, 40, 100, 5, 1, 2), (64, 64, 16)),
-                                         ((2, 32, 96, 70, 1, 1, 0), (64, 128, 32))])
-def test_tma_tiling_logic_emulated(shape, tiles):
-    """The TMA kernel's index arithmetic, replayed in PyTorch (the interpreter cannot run its unaligned
-    boxes): program ids, box coordinates, the weight rows that spill into the next tap, the store masks,
-    and the gather-kernel sliver for outputs [0, padding)."""
-    x, w, b = _inputs(shape, torch.float32)
-    _, _, _, _, k, _, pad = shape
-    bl, bco, bci = tiles
-    bsz, c_in, l_in = x.shape
-    c_out = w.shape[0]
-    l_out = l_in + 2 * pad - k + 1
-    x2d = x.reshape(bsz * c_in, l_in)
-    w2d = kernel.pack_weight(w, layout="tma").reshape(k * c_out, c_in)
-    y = torch.full((bsz, c_out, l_out), float("nan"))
-    n_co, n_l = -(-c_out // bco), -(-(l_out - pad) // bl)
-    for pid in range(bsz * n_l * n_co):
-        pid_co, rest = pid % n_co, pid // n_co
-        pid_l, bb = rest % n_l, rest // n_l
-        l0, co0 = pad + pid_l * bl, pid_co * bco
-        acc = torch.zeros(bco, bl)
-        for it in range((c_in // bci) * k):
-            kk, ci0 = it % k, (it // k) * bci
-            assert l0 + kk - pad >= 0                      # no box starts below zero
-            wt = _box(w2d, kk * c_out + co0, ci0, bco, bci)
-            acc += wt @ _box(x2d, bb * c_in + ci0, l0 + kk - pad, bci, bl)
-        acc += torch.cat([b, torch.zeros(bco)])[co0:co0 + bco, None]
-        co_n, l_n = min(bco, c_out - co0), min(bl, l_out - l0)
-        y[bb, co0:co0 + co_n, l0:l0 + l_n] = acc[:co_n, :l_n]
-    if pad:
-        kernel._gather_into(x[:, :, :k - 1], w, b, pad, y[:, :, :pad])
-    torch.testing.assert_close(y, conv1d_reference(x, w, b, 1, pad), atol=1e-4, rtol=1e-4)
