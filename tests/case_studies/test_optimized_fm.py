@@ -6,6 +6,7 @@ from workbench.env import ensure_interpreter_if_no_gpu
 
 ensure_interpreter_if_no_gpu()
 
+import inspect  # noqa: E402
 import json  # noqa: E402
 
 import pytest  # noqa: E402
@@ -45,8 +46,27 @@ def test_kernel_matches_reference(shape, dtype, atol, rtol):
 def test_several_batch_elements_per_program_and_wide_d_chunks():
     x, y = _inputs((5, 24, 100, 16), torch.float16)
     ref = optimized_fm_reference(x, y).float()
-    for cfg in ({"BLOCK_B": 2, "BLOCK_D": 32}, {"BLOCK_B": 4, "BLOCK_D": 64, "num_warps": 8}):
+    for cfg in ({"BLOCK_B": 2, "BLOCK_D": 32}, {"BLOCK_B": 4, "BLOCK_D": 64, "num_warps": 8},
+                {"BLOCK_B": 1, "BLOCK_D": 128}, {"BLOCK_B": 4, "BLOCK_D": 128, "num_stages": 1}):
         torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
+def test_whole_row_loads_at_the_production_d(dtype, atol, rtol):
+    """BLOCK_D >= D loads X[b] in one piece (the tuned path at D 224); B 5 leaves a ragged last program."""
+    x, y = _inputs((5, 24, 224, 16), dtype)
+    ref = optimized_fm_reference(x, y).float()
+    for cfg in ({"BLOCK_D": 256, "BLOCK_B": 1, "num_stages": 1}, {"BLOCK_D": 256, "BLOCK_B": 2},
+                {"BLOCK_D": 256, "BLOCK_B": 4, "num_warps": 8}):
+        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
+
+
+def test_autotune_space_is_pruned_to_what_fits():
+    cfgs = kernel.autotune_configs()
+    kept = kernel.prune_configs(cfgs, {}, D_POW2=256, BLOCK_N=32, BLOCK_K=16)
+    assert kept and all(c.kwargs["BLOCK_D"] <= 256 for c in kept)
+    narrow = kernel.prune_configs(cfgs, {}, D_POW2=64, BLOCK_N=32, BLOCK_K=16)
+    assert narrow and all(c.kwargs["BLOCK_D"] <= 64 for c in narrow)
 
 
 def test_rejects_bad_inputs():
@@ -94,3 +114,27 @@ def test_dispatcher_falls_back_where_the_kernel_loses(tmp_path):
 def test_dispatched_op_on_cpu_is_pytorch():
     x, y = _inputs((2, 5, 8, 4), torch.float32)
     torch.testing.assert_close(dispatched_fm(x, y), optimized_fm_reference(x, y))
+
+
+def test_launch_plan_keeps_the_argument_tail_in_signature_order():
+    """The recorded plan replays every argument after the tensors, constexprs included, in the order of
+    the kernel's signature (the compiled launcher parses them positionally)."""
+    from case_studies.optimized_fm.launch import LaunchCache, kernel_arg_values
+
+    jit = kernel._optimized_fm_kernel
+    params = inspect.signature(jit.fn).parameters
+    named = {name: i for i, (name, p) in enumerate(params.items()) if p.default is inspect.Parameter.empty}
+    values = kernel_arg_values(jit, named)
+    assert values[:len(named)] == list(range(len(named)))
+    assert values[-1] is False                              # PROBES' default
+    cache = LaunchCache(jit, n_tensors=3)
+
+    class Compiled:                                         # what Triton returns on a GPU
+        packed_metadata = (4, 1, 0)
+
+    plan = cache.record(("k",), Compiled(), (7,), named, {"BLOCK_D": 32})
+    assert plan is not None and plan.grid == (7, 1, 1) and plan.tail == tuple(values[3:])
+    assert cache.plans[("k",)] is plan
+    assert cache.record(("interp",), None, (1,), named, {}) is None     # the interpreter returns nothing
+    with pytest.raises(KeyError):
+        kernel_arg_values(jit, {"x_ptr": 0})

@@ -47,11 +47,36 @@ def test_kernel_matches_reference(shape, dtype, atol, rtol):
     _check(out, pffn_reference(*ts), atol, rtol)
 
 
-@pytest.mark.parametrize("cfg", [{"BLOCK_DO": 64, "BLOCK_B": 16},                       # two-pass norm
-                                 {"BLOCK_DO": 64, "BLOCK_D": 16, "BLOCK_B": 16, "num_warps": 4}])
-def test_wide_d_two_pass_normalization(cfg):
-    ts = _inputs((2, 20, 200, 32), torch.float16)
+@pytest.mark.parametrize("shape,cfg", [
+    ((2, 20, 200, 32), {"BLOCK_KC": 16, "BLOCK_B": 16}),                          # two K chunks, D padded
+    ((2, 37, 100, 48), {"BLOCK_KC": 32, "BLOCK_B": 32, "num_warps": 8}),          # ragged last K chunk
+    ((1, 70, 512, 256), {"BLOCK_KC": 64, "BLOCK_B": 64, "num_stages": 3}),        # wide D, ragged B tile
+])
+def test_k_chunks_and_row_tiles(shape, cfg):
+    ts = _inputs(shape, torch.float16)
     _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), 1e-2, 1e-2)
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
+def test_tma_path_in_the_interpreter(monkeypatch, dtype, atol, rtol):
+    """The TMA-descriptor path (taken on a GPU wherever the weights' layout allows it), run by the
+    interpreter's emulation of tensor descriptors; D 64 and K 48 leave ragged boxes."""
+    monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
+    ts = _inputs((2, 20, 64, 48), dtype)
+    assert kernel.tma_layout_ok(ts[1], ts[2], 64)
+    for cfg in ({"BLOCK_KC": 16, "BLOCK_B": 16}, {"BLOCK_KC": 32, "BLOCK_B": 32}):
+        _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+    assert not kernel.tma_layout_ok(*_inputs((1, 4, 100, 48), dtype)[1:3], 128)   # 200-byte rows
+    assert not kernel.tma_layout_ok(*_inputs((1, 4, 512, 48), dtype)[1:3], 512)   # box over 256
+
+
+def test_autotune_space_is_pruned_to_what_fits():
+    cfgs = kernel.autotune_configs()
+    few = kernel.prune_configs(cfgs, {}, N=16, B=64, D_POW2=128, K=256)
+    assert few and len({c.kwargs["BLOCK_B"] for c in few}) == 1           # the smallest row tile only
+    wide = kernel.prune_configs(cfgs, {}, N=16, B=1024, D_POW2=512, K=256)
+    assert wide and all(kernel.weight_smem(512, c.kwargs["BLOCK_KC"], c.num_stages) <= kernel.SMEM_BUDGET
+                        for c in wide)
 
 
 def test_rejects_bad_inputs():
