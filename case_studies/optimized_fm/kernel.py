@@ -109,40 +109,59 @@ def _optimized_fm_kernel(
     y = tl.load(y_ptr + rn[:, None] * y_stride_n + rk[None, :] * y_stride_k, mask=nk_mask, other=0.0)
     if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
         y = y.to(tl.float32)
-    # Batch elements past B are masked, not branched around, so the loop stays pipelinable.
-    for i in range(0, BLOCK_B):
-        b = pid * BLOCK_B + i
-        b_ok = b < B
-        x_row = x_ptr + b.to(tl.int64) * x_stride_b
-        acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-        if BLOCK_D >= D_POW2:
-            # the whole X[b] in one load: one memory round trip per batch element (D 224: 12 KB at N 24)
+    x_offs = rn[:, None] * x_stride_n + rd[None, :] * x_stride_d
+    b0 = pid * BLOCK_B
+    # Batch elements past B are masked, not branched around.
+    if BLOCK_D >= D_POW2:
+        # The whole X[b] in one load (D 224: 10.5 KB at N 24): one memory round trip per batch element,
+        # and with BLOCK_B > 1 the next element's load is issued before this one's products.
+        xd_mask = n_mask[:, None] & (rd < D)[None, :]
+        if PROBES:
+            pl.enter_scope("load_x")
+        x_next = tl.load(x_ptr + b0.to(tl.int64) * x_stride_b + x_offs, mask=xd_mask & (b0 < B), other=0.0)
+        if PROBES:
+            pl.exit_scope("load_x")
+        for i in range(0, BLOCK_B):
+            b = b0 + i
+            x = x_next
+            if BLOCK_B > 1:
+                if PROBES:
+                    pl.enter_scope("load_x")
+                x_next = tl.load(x_ptr + (b + 1).to(tl.int64) * x_stride_b + x_offs,
+                                 mask=xd_mask & (b + 1 < B) & (i + 1 < BLOCK_B), other=0.0)
+                if PROBES:
+                    pl.exit_scope("load_x")
             if PROBES:
-                pl.enter_scope("load_x")
-            x = tl.load(x_row + rn[:, None] * x_stride_n + rd[None, :] * x_stride_d,
-                        mask=(n_mask[:, None] & (rd < D)[None, :]) & b_ok, other=0.0)     # [BLOCK_N, BLOCK_D]
-            if PROBES:
-                pl.exit_scope("load_x")
                 pl.enter_scope("xty")
-            if UPCAST_DOT:
+            if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
                 x = x.to(tl.float32)
-            t = tl.dot(tl.trans(x), y, input_precision=DOT_PRECISION)  # [BLOCK_D, BLOCK_K]
+            t = tl.dot(tl.trans(x), y, input_precision=DOT_PRECISION)                 # [BLOCK_D, BLOCK_K]
             t = t.to(x_ptr.dtype.element_ty)        # PyTorch rounds the intermediate to X's dtype
             if UPCAST_DOT:
                 t = t.to(tl.float32)
             if PROBES:
                 pl.exit_scope("xty")
                 pl.enter_scope("x_t")
-            acc = tl.dot(x, t, acc, input_precision=DOT_PRECISION)  # [BLOCK_N, BLOCK_K]
+            acc = tl.dot(x, t, input_precision=DOT_PRECISION)                         # [BLOCK_N, BLOCK_K]
             if PROBES:
                 pl.exit_scope("x_t")
-        else:
+                pl.enter_scope("store")
+            o_ptrs = out_ptr + b.to(tl.int64) * o_stride_b + rn[:, None] * o_stride_n + rk[None, :] * o_stride_k
+            tl.store(o_ptrs, acc.to(out_ptr.dtype.element_ty), mask=nk_mask & (b < B))
+            if PROBES:
+                pl.exit_scope("store")
+    else:
+        for i in range(0, BLOCK_B):
+            b = b0 + i
+            b_ok = b < B
+            x_row = x_ptr + b.to(tl.int64) * x_stride_b
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
             for d0 in range(0, D, BLOCK_D):
                 d = d0 + rd
                 if PROBES:
                     pl.enter_scope("load_x")
-                x = tl.load(x_row + rn[:, None] * x_stride_n + d[None, :] * x_stride_d,
-                            mask=(n_mask[:, None] & (d < D)[None, :]) & b_ok, other=0.0)
+                x = tl.load(x_row + x_offs + d0 * x_stride_d, mask=(n_mask[:, None] & (d < D)[None, :]) & b_ok,
+                            other=0.0)                                                  # [BLOCK_N, BLOCK_D]
                 if PROBES:
                     pl.exit_scope("load_x")
                     pl.enter_scope("xty")
@@ -158,12 +177,12 @@ def _optimized_fm_kernel(
                 acc = tl.dot(x, t, acc, input_precision=DOT_PRECISION)
                 if PROBES:
                     pl.exit_scope("x_t")
-        if PROBES:
-            pl.enter_scope("store")
-        o_ptrs = out_ptr + b.to(tl.int64) * o_stride_b + rn[:, None] * o_stride_n + rk[None, :] * o_stride_k
-        tl.store(o_ptrs, acc.to(out_ptr.dtype.element_ty), mask=nk_mask & b_ok)
-        if PROBES:
-            pl.exit_scope("store")
+            if PROBES:
+                pl.enter_scope("store")
+            o_ptrs = out_ptr + b.to(tl.int64) * o_stride_b + rn[:, None] * o_stride_n + rk[None, :] * o_stride_k
+            tl.store(o_ptrs, acc.to(out_ptr.dtype.element_ty), mask=nk_mask & b_ok)
+            if PROBES:
+                pl.exit_scope("store")
 
 
 def _autotune_bench(fn, quantiles):
