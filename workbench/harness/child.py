@@ -26,6 +26,7 @@ from workbench.harness import plan as _plan
 from workbench.harness import timing as _timing
 from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.guards import Guard
+from workbench.harness.input_cache import InputCache
 from workbench.harness.opcheck import OpRecorder
 from workbench.harness.plan import N_TIMING_SETS
 from workbench.spec import SpecError, load_spec
@@ -121,11 +122,13 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
     msg: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "outputs": [], "timings_s": {}}
     t_start = time.perf_counter()
     device = job["device"]
+    icache = InputCache(writable=False)  # before isolate(): its TMPDIR is the sandbox
     try:
         isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
         spec = load_spec(job["spec_path"], job.get("overrides") or {})
         plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
         base = spec.constants()
+        icache.prime(spec)  # reads the spec's folder now: the guard keeps the spec private later
         msg["plan"] = {"shapes": [n for n, _ in plan.shapes], "timed": plan.timed_shape}
         msg["timings_s"]["setup"] = time.perf_counter() - t_start
     except SpecError as exc:
@@ -157,6 +160,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                        ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
                        ("harness.timing", _timing), ("harness.compare", _compare), ("harness.plan", _plan),
                        ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
+                       ("InputCache", InputCache),
                        ("spec.Model", spec.module.Model)]:
         guard.watch(label, obj)
     if "triton.runtime.interpreter" in sys.modules:
@@ -206,7 +210,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
             for t in range(plan.trials):
                 stage = f"shape {shape_name}: trial {t}"
                 t_in = time.perf_counter()
-                fresh = _plan.build_inputs(spec, plan.trial_seed(si, t), device)
+                fresh = _plan.build_inputs(spec, plan.trial_seed(si, t), device, icache)
                 msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
                 if t == plan.trials - 1 and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
                     # Same buffers, new content: a candidate memoizing on pointers returns stale results.
@@ -255,7 +259,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
             if shape_name == plan.timed_shape and not job.get("skip_timing"):
                 stage = f"shape {shape_name}: timing"
                 t_in = time.perf_counter()
-                sets = [_plan.build_inputs(spec, plan.timing_seed(j), device) for j in range(N_TIMING_SETS)]
+                sets = [_plan.build_inputs(spec, plan.timing_seed(j), device, icache) for j in range(N_TIMING_SETS)]
                 msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
                 last: dict[str, Any] = {}
                 rot = _plan.Rotation(sets)
@@ -299,13 +303,14 @@ def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: P
         spec = load_spec(job["spec_path"], job.get("overrides") or {})
         plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
         base = spec.constants()
+        icache = InputCache(writable=True)  # this trusted process is the only writer
         if device == "cuda":
             torch.zeros(1, device="cuda")  # create the context while the candidate runs
         host: dict[tuple[int, int], list[Any]] = {}
         for si, (_name, shape_over) in enumerate(plan.shapes):
             _plan.apply_shape(spec, base, shape_over)
             for t in range(plan.trials):
-                host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu")
+                host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu", icache)
         out["timings_s"]["reference_prepare"] = time.perf_counter() - t0
         line = read_go()  # blocks until the candidate process is gone; EOF means abort
         if not line.strip():
@@ -333,7 +338,8 @@ def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: P
                     out["problems"].append(f"shape {shape_name}: no output saved for trial {trial}")
                     continue
                 if trial == -1:
-                    inputs = _plan.build_inputs(spec, plan.timing_seed(int(check["set"]) % N_TIMING_SETS), device)
+                    seed = plan.timing_seed(int(check["set"]) % N_TIMING_SETS)
+                    inputs = _plan.build_inputs(spec, seed, device, icache)
                 else:
                     inputs = _plan.to_device(host.pop((si, trial)), device)
                 with torch.no_grad():
@@ -352,7 +358,7 @@ def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: P
                 if cached_baseline:
                     out["baseline"] = cached_baseline
                 else:
-                    sets = [_plan.build_inputs(spec, plan.timing_seed(j), device) for j in range(N_TIMING_SETS)]
+                    sets = [_plan.build_inputs(spec, plan.timing_seed(j), device, icache) for j in range(N_TIMING_SETS)]
                     rot = _plan.Rotation(sets)
                     t1 = time.perf_counter()
                     with torch.no_grad():

@@ -61,9 +61,18 @@ def to_device(obj: Any, device: str) -> Any:
     return obj
 
 
-def build_inputs(spec: Spec, seed: int, device: str) -> list[Any]:
+def build_inputs(spec: Spec, seed: int, device: str, cache: Any = None) -> list[Any]:
+    """`get_inputs()` under `torch.manual_seed(seed)`, moved to `device`; through `cache` (an
+    `input_cache.InputCache`) when given: a hit returns the same values and leaves the same RNG state."""
+    if cache is not None:
+        hit = cache.get(spec, seed)
+        if hit is not None:
+            return list(to_device(hit, device))
     torch.manual_seed(seed)
-    return list(to_device(list(spec.module.get_inputs()), device))
+    host = list(spec.module.get_inputs())
+    if cache is not None:
+        cache.put(spec, seed, host)
+    return list(to_device(host, device))
 
 
 def build_init_inputs(spec: Spec, seed: int, device: str) -> list[Any]:
