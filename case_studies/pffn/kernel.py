@@ -125,7 +125,7 @@ def _pffn_kernel(
     w2_stride_n, w2_stride_k, w2_stride_d,
     o_stride_n, o_stride_b, o_stride_d,
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
-    BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr,
+    D_SPLIT: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr,
     PROBES: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
@@ -133,47 +133,65 @@ def _pffn_kernel(
     tok = pid // n_bt                       # B tiles of one token are adjacent: its weights stay in L2
     rb = (pid % n_bt) * BLOCK_B + tl.arange(0, BLOCK_B)
     b_mask = rb < B
-    rd = tl.arange(0, D_POW2)
+    # D is covered by D_SPLIT tiles of DH = D_POW2 / D_SPLIT columns (two at D 512: a TMA box spans at most
+    # 256 rows or columns, and two [BLOCK_B, 256] accumulators keep the register tiles as at D 256)
+    DH: tl.constexpr = D_POW2 // D_SPLIT
+    rd = tl.arange(0, DH)
     d_mask = rd < D
-    bd_mask = b_mask[:, None] & d_mask[None, :]
     rkc = tl.arange(0, BLOCK_KC)
     dt = x_ptr.dtype.element_ty
     w1_base = w1_ptr + tok.to(tl.int64) * w1_stride_n
     w2_base = w2_ptr + tok.to(tl.int64) * w2_stride_n
+    x_ptrs = x_ptr + tok.to(tl.int64) * x_stride_n + rb[:, None] * x_stride_b + rd[None, :] * x_stride_d
+    o_ptrs = out_ptr + tok.to(tl.int64) * o_stride_n + rb[:, None] * o_stride_b + rd[None, :] * o_stride_d
 
     if PROBES:
         pl.enter_scope("load_x")
-    x = tl.load(x_ptr + tok.to(tl.int64) * x_stride_n + rb[:, None] * x_stride_b + rd[None, :] * x_stride_d,
-                mask=bd_mask, other=0.0)                                              # [BLOCK_B, D_POW2]
+    x = tl.load(x_ptrs, mask=b_mask[:, None] & d_mask[None, :], other=0.0)           # [BLOCK_B, DH]
     if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
         x = x.to(tl.float32)
+    acc = tl.zeros((BLOCK_B, DH), dtype=tl.float32)
+    if D_SPLIT == 2:
+        d_mask2 = (DH + rd) < D
+        x2 = tl.load(x_ptrs + DH * x_stride_d, mask=b_mask[:, None] & d_mask2[None, :], other=0.0)
+        if UPCAST_DOT:
+            x2 = x2.to(tl.float32)
+        acc2 = tl.zeros((BLOCK_B, DH), dtype=tl.float32)
     if PROBES:
         pl.exit_scope("load_x")
-    acc = tl.zeros((BLOCK_B, D_POW2), dtype=tl.float32)
     ss1 = tl.zeros((BLOCK_B,), dtype=tl.float32)
     if USE_TMA:
         w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
-                                            block_shape=[D_POW2, BLOCK_KC])
+                                            block_shape=[DH, BLOCK_KC])
         w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
-                                            block_shape=[BLOCK_KC, D_POW2])
+                                            block_shape=[BLOCK_KC, DH])
     else:
         # block pointers, not pointer tensors: the loop-invariant [D, BLOCK_KC] address tensors that the
         # compiler hoisted out of the loop cost 255 registers a thread (ptxas, D 128)
-        w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, 0), (D_POW2, BLOCK_KC), (1, 0))
-        w2_blk = tl.make_block_ptr(w2_base, (K, D), (w2_stride_k, w2_stride_d), (0, 0), (BLOCK_KC, D_POW2), (1, 0))
+        w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, 0), (DH, BLOCK_KC), (1, 0))
+        w2_blk = tl.make_block_ptr(w2_base, (K, D), (w2_stride_k, w2_stride_d), (0, 0), (BLOCK_KC, DH), (1, 0))
     for k0 in range(0, K, BLOCK_KC):
         kk = k0 + rkc
         k_mask = kk < K
         if PROBES:
             pl.enter_scope("ffn1_gelu")
         if USE_TMA:   # TMA: the weight chunks go straight to shared memory, pipelined, no address registers
-            w1 = w1_desc.load([0, k0])                                                 # [D_POW2, BLOCK_KC]
+            w1 = w1_desc.load([0, k0])                                                 # [DH, BLOCK_KC]
         else:
             w1 = tl.load(w1_blk, boundary_check=(0, 1), padding_option="zero")
-            w1_blk = tl.advance(w1_blk, (0, BLOCK_KC))
         if UPCAST_DOT:
             w1 = w1.to(tl.float32)
         a = tl.dot(x, w1, input_precision=DOT_PRECISION)                              # [BLOCK_B, BLOCK_KC]
+        if D_SPLIT == 2:
+            if USE_TMA:
+                w1b = w1_desc.load([DH, k0])
+            else:
+                w1b = tl.load(tl.advance(w1_blk, (DH, 0)), boundary_check=(0, 1), padding_option="zero")
+            if UPCAST_DOT:
+                w1b = w1b.to(tl.float32)
+            a = tl.dot(x2, w1b, a, input_precision=DOT_PRECISION)
+        if not USE_TMA:
+            w1_blk = tl.advance(w1_blk, (0, BLOCK_KC))
         # bmm's and gelu's outputs are in the input dtype in PyTorch; masked K columns give gelu(0) = 0
         h = _gelu(a.to(dt).to(tl.float32)).to(dt).to(tl.float32)
         ss1 += tl.sum(h * h, axis=1)
@@ -185,13 +203,22 @@ def _pffn_kernel(
             pl.exit_scope("ffn1_gelu")
             pl.enter_scope("ffn2")
         if USE_TMA:
-            w2 = w2_desc.load([k0, 0])                                                 # [BLOCK_KC, D_POW2]
+            w2 = w2_desc.load([k0, 0])                                                 # [BLOCK_KC, DH]
         else:
             w2 = tl.load(w2_blk, boundary_check=(0, 1), padding_option="zero")
-            w2_blk = tl.advance(w2_blk, (BLOCK_KC, 0))
         if UPCAST_DOT:
             w2 = w2.to(tl.float32)
-        acc = tl.dot(hg, w2, acc, input_precision=DOT_PRECISION)                      # [BLOCK_B, D_POW2]
+        acc = tl.dot(hg, w2, acc, input_precision=DOT_PRECISION)                      # [BLOCK_B, DH]
+        if D_SPLIT == 2:
+            if USE_TMA:
+                w2b = w2_desc.load([k0, DH])
+            else:
+                w2b = tl.load(tl.advance(w2_blk, (0, DH)), boundary_check=(0, 1), padding_option="zero")
+            if UPCAST_DOT:
+                w2b = w2b.to(tl.float32)
+            acc2 = tl.dot(hg, w2b, acc2, input_precision=DOT_PRECISION)
+        if not USE_TMA:
+            w2_blk = tl.advance(w2_blk, (BLOCK_KC, 0))
         if PROBES:
             pl.exit_scope("ffn2")
     if PROBES:
@@ -199,10 +226,17 @@ def _pffn_kernel(
     # the first RMSNorm's per-row scale, applied after the product it commutes with
     inv1 = tl.rsqrt(ss1 / K + eps)
     o = (acc * inv1[:, None]).to(dt).to(tl.float32)       # PyTorch rounds the second bmm's output
-    inv2 = tl.rsqrt(tl.sum(o * o, axis=1) / D + eps)
+    ss2 = tl.sum(o * o, axis=1)
+    if D_SPLIT == 2:
+        o2 = (acc2 * inv1[:, None]).to(dt).to(tl.float32)
+        ss2 += tl.sum(o2 * o2, axis=1)
+    inv2 = tl.rsqrt(ss2 / D + eps)
     g2 = tl.load(g2_ptr + rd, mask=d_mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + tok.to(tl.int64) * o_stride_n + rb[:, None] * o_stride_b + rd[None, :] * o_stride_d,
-             (o * inv2[:, None] * g2[None, :]).to(dt), mask=bd_mask)
+    tl.store(o_ptrs, (o * inv2[:, None] * g2[None, :]).to(dt), mask=b_mask[:, None] & d_mask[None, :])
+    if D_SPLIT == 2:
+        g2b = tl.load(g2_ptr + DH + rd, mask=d_mask2, other=0.0).to(tl.float32)
+        tl.store(o_ptrs + DH * o_stride_d, (o2 * inv2[:, None] * g2b[None, :]).to(dt),
+                 mask=b_mask[:, None] & d_mask2[None, :])
     if PROBES:
         pl.exit_scope("norm2_store")
 
@@ -222,19 +256,19 @@ def fixed_config() -> dict:
     return {"BLOCK_B": BLOCK_B, "BLOCK_KC": BLOCK_KC, "num_warps": NUM_WARPS, "num_stages": NUM_STAGES}
 
 
-def tma_layout_ok(w1: torch.Tensor, w2: torch.Tensor, d_pow2: int) -> bool:
+def tma_layout_ok(w1: torch.Tensor, w2: torch.Tensor, d_tile: int) -> bool:
     """Whether the weights' layout allows TMA descriptors: unit inner stride, 16-byte aligned base and
-    outer strides, and a box of at most 256 rows or columns (D 512 takes the block-pointer path; so does
-    D 100 in 16-bit types, whose 200-byte rows are not 16-byte multiples)."""
+    outer strides, and a box of at most 256 rows or columns (`d_tile`: the D tile, D_POW2 / D_SPLIT). D 100
+    in 16-bit types takes the block-pointer path: its 200-byte rows are not 16-byte multiples."""
     e = w1.element_size()
-    return (w1.stride(2) == 1 and w2.stride(2) == 1 and d_pow2 <= 256
+    return (w1.stride(2) == 1 and w2.stride(2) == 1 and d_tile <= 256
             and all((s * e) % 16 == 0 for s in (*w1.stride()[:2], *w2.stride()[:2])) and aligned16(w1, w2))
 
 
-def tma_ok(w1: torch.Tensor, w2: torch.Tensor, d_pow2: int) -> bool:
+def tma_ok(w1: torch.Tensor, w2: torch.Tensor, d_tile: int) -> bool:
     """TMA on a GPU (the interpreter runs the block-pointer path; tests force TMA through
     `tma_layout_ok`, which the interpreter emulates)."""
-    return w1.is_cuda and os.environ.get("TRITON_INTERPRET") != "1" and tma_layout_ok(w1, w2, d_pow2)
+    return w1.is_cuda and os.environ.get("TRITON_INTERPRET") != "1" and tma_layout_ok(w1, w2, d_tile)
 
 
 def _ensure_allocator() -> None:
@@ -285,10 +319,12 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
         return out
     named = dict(zip(_ARG_NAMES, (x, w1, w2, g1, g2, out, n_tok, bsz, d, k, eps, *x.stride(), *w1.stride(),
                                   *w2.stride(), *out.stride()), strict=True))
-    use_tma = USE_TMA and tma_ok(w1, w2, triton.next_power_of_2(d))
+    d_pow2 = max(16, triton.next_power_of_2(d))
+    d_split = 2 if d_pow2 > 256 else 1
+    use_tma = USE_TMA and tma_ok(w1, w2, d_pow2 // d_split)
     if use_tma:
         _ensure_allocator()
-    meta = dict(D_POW2=max(16, triton.next_power_of_2(d)), PROBES=probes, USE_TMA=use_tma,
+    meta = dict(D_POW2=d_pow2, D_SPLIT=d_split, PROBES=probes, USE_TMA=use_tma,
                 UPCAST_DOT=x.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
                 # fp32 inputs: full-precision products (tl.dot would use TF32 and miss fp32's tolerance)
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32")

@@ -51,6 +51,7 @@ def test_kernel_matches_reference(shape, dtype, atol, rtol):
     ((2, 20, 200, 32), {"BLOCK_KC": 16, "BLOCK_B": 16}),                          # two K chunks, D padded
     ((2, 37, 100, 48), {"BLOCK_KC": 32, "BLOCK_B": 32, "num_warps": 8}),          # ragged last K chunk
     ((1, 70, 512, 256), {"BLOCK_KC": 64, "BLOCK_B": 64, "num_stages": 3}),        # wide D, ragged B tile
+    ((1, 19, 300, 64), {"BLOCK_KC": 32, "BLOCK_B": 16}),                          # D in two tiles, ragged
 ])
 def test_k_chunks_and_row_tiles(shape, cfg):
     ts = _inputs(shape, torch.float16)
@@ -68,6 +69,8 @@ def test_tma_path_in_the_interpreter(monkeypatch, dtype, atol, rtol):
         _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
     assert not kernel.tma_layout_ok(*_inputs((1, 4, 100, 48), dtype)[1:3], 128)   # 200-byte rows
     assert not kernel.tma_layout_ok(*_inputs((1, 4, 512, 48), dtype)[1:3], 512)   # box over 256
+    ts = _inputs((1, 18, 320, 32), dtype)                                         # two D tiles of 256
+    _check(kernel.pffn(*ts, config={"BLOCK_KC": 16, "BLOCK_B": 16}), pffn_reference(*ts), atol, rtol)
 
 
 def test_autotune_space_is_pruned_to_what_fits():
