@@ -52,7 +52,7 @@ TUNABLES = {
     "BLOCK_CO": [16, 32, 64, 128],
     "CO_SUB": [1, 2, 3, 4],
     "BLOCK_CI": [16, 32, 64],
-    "UNROLL_CI": [0, 1],
+    "UNROLL_CI": [0, 1, 2],
     "PERSISTENT": [0, 1, 2, 4],
     "EVICT": [0, 1],
     "NUM_WARPS": [2, 4, 8],
@@ -62,7 +62,7 @@ BLOCK_N = 64          # output positions (flattened B * L_out) per program: the 
 BLOCK_CO = 32         # output channels per accumulator: the dot's N
 CO_SUB = 4            # accumulators per program (at most; fewer when C_out is smaller): C_out per program
 BLOCK_CI = 32         # input channels per reduction step: the dot's K
-UNROLL_CI = 1         # 1: the C_in loop unrolled at compile time (static_range); 0: an scf.for loop
+UNROLL_CI = 1         # 0: an scf.for loop over C_in chunks; 1: unrolled; 2: unrolled, operands loaded a step ahead
 PERSISTENT = 0        # 0: one tile per program; p > 0: p programs per SM loop over the tiles
 EVICT = 0             # 1: x loads evict_first, weight loads evict_last (L1/L2 hints)
 NUM_WARPS = 4
@@ -86,7 +86,9 @@ def tunables_valid(cfg: dict) -> bool:
 # (about a second each), and the offline search explores the full TUNABLES space instead.
 AUTOTUNE_SPACE = [
     # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, num_warps, num_stages
-    (64, 32, 4, 32, 1, 0, 0, 4, 1),     # C_in unrolled: 116 registers, 4 programs an SM
+    (64, 32, 4, 32, 2, 0, 0, 4, 1),     # unrolled, operands a step ahead: 130 registers
+    (128, 32, 4, 32, 2, 0, 0, 8, 1),
+    (64, 32, 4, 32, 1, 0, 0, 4, 1),     # unrolled: 116 registers, 4 programs an SM
     (128, 32, 4, 32, 1, 0, 0, 8, 1),
     (128, 32, 4, 32, 1, 0, 0, 4, 1),
     (256, 32, 4, 32, 1, 0, 0, 8, 1),
@@ -94,6 +96,7 @@ AUTOTUNE_SPACE = [
     (64, 32, 4, 32, 0, 0, 0, 4, 3),     # C_in loop software-pipelined (cp.async where aligned)
     (64, 32, 4, 32, 1, 0, 1, 4, 1),     # eviction hints
     (64, 32, 4, 32, 1, 1, 0, 4, 2),     # persistent, next tile prefetched (fp16 only: fp32 overflows smem)
+    (64, 32, 4, 32, 2, 2, 0, 4, 1),     # persistent, 2 programs an SM
 ]
 CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT")
 
@@ -143,6 +146,92 @@ def _load(ptrs, mask, MASKED: tl.constexpr, POLICY: tl.constexpr):
 
 
 @triton.jit
+def _load_x(x_ptr, x_row, ll, n_ok, c, k: tl.constexpr,
+            C_IN: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr, STRIDE: tl.constexpr,
+            PAD: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CI: tl.constexpr, EVICT: tl.constexpr,
+            PROBES: tl.constexpr):
+    """x tap k of C_in chunk c as the dot's A operand: `[BLOCK_N, BLOCK_CI]`, x[b, ci, l*stride + k - pad]."""
+    if PROBES:
+        pl.enter_scope("load_x")
+    ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
+    pos = ll * STRIDE + (k - PAD)
+    ok = n_ok
+    # compile-time pruned masks: only taps that can reach the padding test the bounds
+    if k < PAD:
+        ok = ok & (pos >= 0)
+    if (L_OUT - 1) * STRIDE + k - PAD >= L_IN:
+        ok = ok & (pos < L_IN)
+    if C_IN % BLOCK_CI != 0:
+        x_mask = ok[:, None] & (ci < C_IN)[None, :]
+    else:
+        x_mask = ok[:, None]
+    # contiguous along n (runs of L): coalesced. EVICT: x streams through once (after its K taps),
+    # the weights are re-read by every tile
+    xt = _load(x_ptr + x_row[:, None] + ci[None, :] * L_IN + pos[:, None], x_mask, True,
+               "evict_first" if EVICT else "")
+    if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
+        xt = xt.to(tl.float32)
+    if PROBES:
+        pl.exit_scope("load_x")
+    return xt
+
+
+@triton.jit
+def _load_w(w_ptr, c, k: tl.constexpr, co0, j: tl.constexpr,
+            C_IN: tl.constexpr, C_OUT: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CO: tl.constexpr,
+            BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr):
+    """Weights of tap k, C_in chunk c, accumulator j as the dot's B operand: `[BLOCK_CI, BLOCK_CO]`."""
+    if PROBES:
+        pl.enter_scope("load_w")
+    ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
+    cj = co0 + j * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    w = _load(w_ptr + (k * C_IN + ci)[:, None] * C_OUT + cj[None, :],      # packed [K, C_in, C_out]
+              (ci < C_IN)[:, None] & (cj < C_OUT)[None, :],
+              C_IN % BLOCK_CI != 0 or C_OUT % (BLOCK_CO * N_SUB) != 0, "evict_last" if EVICT else "")
+    if UPCAST_DOT:
+        w = w.to(tl.float32)
+    if PROBES:
+        pl.exit_scope("load_w")
+    return w
+
+
+@triton.jit
+def _load_ws(w_ptr, c, k: tl.constexpr, co0,
+             C_IN: tl.constexpr, C_OUT: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CO: tl.constexpr,
+             BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr):
+    """The N_SUB weight tiles of one step (the unused slots repeat the first; never read)."""
+    w0 = _load_w(w_ptr, c, k, co0, 0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+    w1 = w0
+    w2 = w0
+    w3 = w0
+    if N_SUB > 1:
+        w1 = _load_w(w_ptr, c, k, co0, 1, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+    if N_SUB > 2:
+        w2 = _load_w(w_ptr, c, k, co0, 2, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+    if N_SUB > 3:
+        w3 = _load_w(w_ptr, c, k, co0, 3, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+    return w0, w1, w2, w3
+
+
+@triton.jit
+def _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3,
+         N_SUB: tl.constexpr, DOT_PRECISION: tl.constexpr, PROBES: tl.constexpr):
+    """acc_j[n, co] += xt[n, ci] @ w_j[ci, co] for the N_SUB accumulators (one shared A operand)."""
+    if PROBES:
+        pl.enter_scope("mma")
+    acc0 = tl.dot(xt, w0, acc0, input_precision=DOT_PRECISION)
+    if N_SUB > 1:
+        acc1 = tl.dot(xt, w1, acc1, input_precision=DOT_PRECISION)
+    if N_SUB > 2:
+        acc2 = tl.dot(xt, w2, acc2, input_precision=DOT_PRECISION)
+    if N_SUB > 3:
+        acc3 = tl.dot(xt, w3, acc3, input_precision=DOT_PRECISION)
+    if PROBES:
+        pl.exit_scope("mma")
+    return acc0, acc1, acc2, acc3
+
+
+@triton.jit
 def _conv1d_step(acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0,
                  C_IN: tl.constexpr, C_OUT: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr,
                  STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr,
@@ -150,53 +239,13 @@ def _conv1d_step(acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0,
                  BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr,
                  EVICT: tl.constexpr, PROBES: tl.constexpr):
     """One C_in chunk, every tap k: acc_j[n, co] += x[b, ci, l*stride + k - pad] @ w[k, ci, co_j]."""
-    ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
-    ci_ok = ci < C_IN
-    co = co0 + tl.arange(0, BLOCK_CO)
     for k in tl.static_range(KSIZE):
-        if PROBES:
-            pl.enter_scope("load_x")
-        pos = ll * STRIDE + (k - PAD)
-        ok = n_ok
-        # compile-time pruned masks: only taps that can reach the padding test the bounds
-        if k < PAD:
-            ok = ok & (pos >= 0)
-        if (L_OUT - 1) * STRIDE + k - PAD >= L_IN:
-            ok = ok & (pos < L_IN)
-        if C_IN % BLOCK_CI != 0:
-            x_mask = ok[:, None] & ci_ok[None, :]
-        else:
-            x_mask = ok[:, None]
-        # [BLOCK_N, BLOCK_CI], contiguous along n (runs of L): coalesced
-        # EVICT: x streams through once (after its K taps); the weights are re-read by every tile
-        xt = _load(x_ptr + x_row[:, None] + ci[None, :] * L_IN + pos[:, None], x_mask, True,
-                   "evict_first" if EVICT else "")
-        if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
-            xt = xt.to(tl.float32)
-        if PROBES:
-            pl.exit_scope("load_x")
-        w_k = w_ptr + (k * C_IN + ci)[:, None] * C_OUT      # packed [K, C_in, C_out]
-        for j in tl.static_range(N_SUB):
-            if PROBES:
-                pl.enter_scope("load_w")
-            cj = co + j * BLOCK_CO
-            w = _load(w_k + cj[None, :], ci_ok[:, None] & (cj < C_OUT)[None, :],
-                      C_IN % BLOCK_CI != 0 or C_OUT % (BLOCK_CO * N_SUB) != 0, "evict_last" if EVICT else "")
-            if PROBES:
-                pl.exit_scope("load_w")
-                pl.enter_scope("mma")
-            if UPCAST_DOT:
-                w = w.to(tl.float32)
-            if j == 0:
-                acc0 = tl.dot(xt, w, acc0, input_precision=DOT_PRECISION)
-            elif j == 1:
-                acc1 = tl.dot(xt, w, acc1, input_precision=DOT_PRECISION)
-            elif j == 2:
-                acc2 = tl.dot(xt, w, acc2, input_precision=DOT_PRECISION)
-            else:
-                acc3 = tl.dot(xt, w, acc3, input_precision=DOT_PRECISION)
-            if PROBES:
-                pl.exit_scope("mma")
+        xt = _load_x(x_ptr, x_row, ll, n_ok, c, k, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
+                     EVICT, PROBES)
+        w0, w1, w2, w3 = _load_ws(w_ptr, c, k, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB,
+                                  EVICT, PROBES)
+        acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, N_SUB, DOT_PRECISION,
+                                      PROBES)
     return acc0, acc1, acc2, acc3
 
 
@@ -239,7 +288,29 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
     acc2 = tl.zeros((BLOCK_N, BLOCK_CO), dtype=tl.float32)
     acc3 = tl.zeros((BLOCK_N, BLOCK_CO), dtype=tl.float32)
     N_CI: tl.constexpr = (C_IN + BLOCK_CI - 1) // BLOCK_CI
-    if UNROLL_CI and N_CI <= 8:   # (wide C_in: a loop, not hundreds of unrolled dots to compile)
+    if UNROLL_CI == 2 and N_CI <= 8:
+        # unrolled, and every step's operands loaded one step ahead: the next x tap and weight tiles
+        # are in flight while the tensor cores work on this step
+        N_STEPS: tl.constexpr = N_CI * KSIZE
+        xt = _load_x(x_ptr, x_row, ll, n_ok, 0, 0, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
+                     EVICT, PROBES)
+        w0, w1, w2, w3 = _load_ws(w_ptr, 0, 0, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB,
+                                  EVICT, PROBES)
+        for s in tl.static_range(N_STEPS):
+            if s + 1 < N_STEPS:
+                xn = _load_x(x_ptr, x_row, ll, n_ok, (s + 1) // KSIZE, (s + 1) % KSIZE, C_IN, L_IN, L_OUT,
+                             STRIDE, PAD, UPCAST_DOT, BLOCK_CI, EVICT, PROBES)
+                v0, v1, v2, v3 = _load_ws(w_ptr, (s + 1) // KSIZE, (s + 1) % KSIZE, co0, C_IN, C_OUT,
+                                          UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, PROBES)
+            acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
+                                          PROBES)
+            if s + 1 < N_STEPS:
+                xt = xn
+                w0 = v0
+                w1 = v1
+                w2 = v2
+                w3 = v3
+    elif UNROLL_CI and N_CI <= 8:   # (wide C_in: a loop, not hundreds of unrolled dots to compile)
         for c in tl.static_range(N_CI):
             acc0, acc1, acc2, acc3 = _conv1d_step(
                 acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN, L_OUT,
