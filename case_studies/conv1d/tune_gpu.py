@@ -76,6 +76,20 @@ def _other_k(k: int, configs: list[dict], dev: str, rep_ms: float) -> list[dict[
     return rows
 
 
+def summarize(res: dict[str, Any]) -> str:
+    """A short table of the tuning results (the device tool returns only the end of the output)."""
+    lines = [f"prewarm {res.get('prewarm_s', 0):.0f} s, errors {len(res.get('prewarm_errors', []))}; "
+             f"checks {sum(c.get('ok', False) for c in res['checks'])}/{len(res['checks'])} ok"]
+    lines += [f"  FAILED {c}" for c in res["checks"] if not c.get("ok")]
+    for r in res["tuning"] + res["extra"]:
+        cfg = r["config"] if isinstance(r["config"], str) else \
+            ",".join(str(r["config"][k]) for k in (*ck.CONFIG_KEYS, "num_warps", "num_stages"))
+        lines.append(f"  {r.get('dtype', 'K=%s' % r.get('K'))} {cfg}: "
+                     + (f"{r['median_us']:.1f} us err {r.get('max_abs_err', 0):.1e}" if "median_us" in r
+                        else r.get("error", "")[:100]))
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -170,7 +184,7 @@ def main() -> int:
         save()
     res["total_s"] = time.perf_counter() - t0
     save()
-    log.info("done in %.0f s", res["total_s"])
+    log.info("done in %.0f s\n%s", res["total_s"], summarize(res))
     return 0
 
 
