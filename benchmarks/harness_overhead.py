@@ -51,15 +51,24 @@ def main() -> int:
                              "baseline_timing_s": t.get("baseline_timing", 0.0),
                              "reference_total_s": t.get("reference_total"),
                              "overhead_s": t.get("harness_overhead"),
-                             "overhead_beyond_compile_and_timed_runs_s": t.get("client_wall", 0.0) - own})
+                             "overhead_beyond_compile_and_timed_runs_s": t.get("client_wall", 0.0) - own,
+                             "phases_s": dict(t)})
                 if args.eval_json and rep == 0:
                     evals[spec.parent.name] = res.to_dict()
                 print(f"{spec.parent.name:12s} rep {rep}: {res.summary()} overhead {t.get('harness_overhead'):.3f} s",
                       flush=True)
         device = h.device
+    from workbench.harness.input_cache import cache_dir
+
     med = statistics.median(r["overhead_s"] for r in rows)
+    warm = [r["overhead_s"] for r in rows if r["rep"] > 0]
     doc = {"provenance": collect(), "device": device, "server_startup_s": startup,
+           "input_cache": str(cache_dir() or "off"),
            "median_overhead_s": med, "max_overhead_s": max(r["overhead_s"] for r in rows),
+           "median_overhead_after_first_rep_s": statistics.median(warm) if warm else None,
+           "median_overhead_by_example_s": {
+               ex: statistics.median(r["overhead_s"] for r in rows if r["example"] == ex)
+               for ex in sorted({r["example"] for r in rows})},
            "definition": "client wall time per evaluation minus the candidate's compile+first call, correctness "
                          "calls and timed repetitions, and the reference's baseline timing (0 when cached): "
                          "forks, process set-up, spec loading, input generation, reference runs, comparisons, "
