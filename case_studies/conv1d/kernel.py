@@ -55,6 +55,7 @@ TUNABLES = {
     "UNROLL_CI": [0, 1, 2],
     "PERSISTENT": [0, 1, 2, 4],
     "EVICT": [0, 1],
+    "SHIFT_T": [0, 1],
     "NUM_WARPS": [2, 4, 8],
     "NUM_STAGES": [1, 2, 3, 4],
 }
@@ -65,6 +66,7 @@ BLOCK_CI = 32         # input channels per reduction step: the dot's K
 UNROLL_CI = 1         # 0: an scf.for loop over C_in chunks; 1: unrolled; 2: unrolled, operands loaded a step ahead
 PERSISTENT = 0        # 0: one tile per program; p > 0: p programs per SM loop over the tiles
 EVICT = 0             # 1: x loads evict_first, weight loads evict_last (L1/L2 hints)
+SHIFT_T = 1           # 1: shifted taps loaded as [ci, n] (a layout with 32 consecutive n across the lanes)
 NUM_WARPS = 4
 NUM_STAGES = 1
 # On a GPU, tune per shape over `autotune_configs()`; the constants above are the interpreter's config,
@@ -85,20 +87,20 @@ def tunables_valid(cfg: dict) -> bool:
 # A short list, not the TUNABLES product: the device lease pays for every compiled config
 # (about a second each), and the offline search explores the full TUNABLES space instead.
 AUTOTUNE_SPACE = [
-    # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, num_warps, num_stages
-    (64, 32, 4, 32, 2, 0, 0, 4, 1),     # unrolled, operands a step ahead: 130 registers
-    (128, 32, 4, 32, 2, 0, 0, 8, 1),
-    (64, 32, 4, 32, 1, 0, 0, 4, 1),     # unrolled: 116 registers, 4 programs an SM
-    (128, 32, 4, 32, 1, 0, 0, 8, 1),
-    (128, 32, 4, 32, 1, 0, 0, 4, 1),
-    (256, 32, 4, 32, 1, 0, 0, 8, 1),
-    (32, 32, 4, 32, 1, 0, 0, 2, 1),     # M = 32: mma.sync rather than wgmma, many small programs
-    (64, 32, 4, 32, 0, 0, 0, 4, 3),     # C_in loop software-pipelined (cp.async where aligned)
-    (64, 32, 4, 32, 1, 0, 1, 4, 1),     # eviction hints
-    (64, 32, 4, 32, 1, 1, 0, 4, 2),     # persistent, next tile prefetched (fp16 only: fp32 overflows smem)
-    (64, 32, 4, 32, 2, 2, 0, 4, 1),     # persistent, 2 programs an SM
+    # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, SHIFT_T, num_warps, num_stages
+    # (H200, fp16 production, before SHIFT_T: 128 x 96 tiles 168 us, 256: 180, 64: 190, 32: 237,
+    # the pipelined C_in loop 201, persistent 212-283; fp32: 32-position tiles best, 372 us;
+    # results/case_studies/conv1d/tuning_run1.json)
+    (128, 32, 4, 32, 1, 0, 0, 1, 4, 1),
+    (128, 32, 4, 32, 1, 0, 0, 1, 8, 1),
+    (128, 32, 4, 32, 2, 0, 0, 1, 8, 1),  # operands loaded one step ahead
+    (64, 32, 4, 32, 1, 0, 0, 1, 4, 1),
+    (64, 32, 4, 32, 2, 0, 0, 1, 4, 1),
+    (256, 32, 4, 32, 1, 0, 0, 1, 8, 1),
+    (32, 32, 4, 32, 1, 0, 0, 1, 2, 1),   # M = 32: mma.sync, many small programs (fp32's best before)
+    (64, 32, 4, 32, 1, 0, 1, 1, 4, 1),   # eviction hints
 ]
-CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT")
+CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T")
 
 
 def autotune_configs() -> list[triton.Config]:
@@ -149,7 +151,7 @@ def _load(ptrs, mask, MASKED: tl.constexpr, POLICY: tl.constexpr):
 def _load_x(x_ptr, x_row, ll, n_ok, c, k: tl.constexpr,
             C_IN: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr, STRIDE: tl.constexpr,
             PAD: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CI: tl.constexpr, EVICT: tl.constexpr,
-            PROBES: tl.constexpr):
+            SHIFT_T: tl.constexpr, PROBES: tl.constexpr):
     """x tap k of C_in chunk c as the dot's A operand: `[BLOCK_N, BLOCK_CI]`, x[b, ci, l*stride + k - pad]."""
     if PROBES:
         pl.enter_scope("load_x")
@@ -161,14 +163,28 @@ def _load_x(x_ptr, x_row, ll, n_ok, c, k: tl.constexpr,
         ok = ok & (pos >= 0)
     if (L_OUT - 1) * STRIDE + k - PAD >= L_IN:
         ok = ok & (pos < L_IN)
-    if C_IN % BLOCK_CI != 0:
-        x_mask = ok[:, None] & (ci < C_IN)[None, :]
-    else:
-        x_mask = ok[:, None]
     # contiguous along n (runs of L): coalesced. EVICT: x streams through once (after its K taps),
     # the weights are re-read by every tile
-    xt = _load(x_ptr + x_row[:, None] + ci[None, :] * L_IN + pos[:, None], x_mask, True,
-               "evict_first" if EVICT else "")
+    if SHIFT_T and (STRIDE != 1 or k != PAD):
+        # A shifted tap cannot be 16-byte aligned, so it is read with 2-byte loads. Loaded in the same
+        # [n, ci] shape as the aligned tap, it would share that tap's layout (8 consecutive n per
+        # thread: a warp instruction then touches 16-byte-strided addresses over 4-6 lines); loaded as
+        # [ci, n] it gets a layout of its own with 32 consecutive n across a warp's lanes (64
+        # contiguous bytes an instruction), and tl.trans makes it the dot's [n, ci] operand.
+        if C_IN % BLOCK_CI != 0:
+            xs_mask = ok[None, :] & (ci < C_IN)[:, None]
+        else:
+            xs_mask = ok[None, :]
+        xs = _load(x_ptr + x_row[None, :] + ci[:, None] * L_IN + pos[None, :], xs_mask, True,
+                   "evict_first" if EVICT else "")
+        xt = tl.trans(xs)
+    else:
+        if C_IN % BLOCK_CI != 0:
+            x_mask = ok[:, None] & (ci < C_IN)[None, :]
+        else:
+            x_mask = ok[:, None]
+        xt = _load(x_ptr + x_row[:, None] + ci[None, :] * L_IN + pos[:, None], x_mask, True,
+                   "evict_first" if EVICT else "")
     if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
         xt = xt.to(tl.float32)
     if PROBES:
@@ -237,11 +253,11 @@ def _conv1d_step(acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0,
                  STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr,
                  DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
                  BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr,
-                 EVICT: tl.constexpr, PROBES: tl.constexpr):
+                 EVICT: tl.constexpr, SHIFT_T: tl.constexpr, PROBES: tl.constexpr):
     """One C_in chunk, every tap k: acc_j[n, co] += x[b, ci, l*stride + k - pad] @ w[k, ci, co_j]."""
     for k in tl.static_range(KSIZE):
         xt = _load_x(x_ptr, x_row, ll, n_ok, c, k, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
-                     EVICT, PROBES)
+                     EVICT, SHIFT_T, PROBES)
         w0, w1, w2, w3 = _load_ws(w_ptr, c, k, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB,
                                   EVICT, PROBES)
         acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, N_SUB, DOT_PRECISION,
@@ -265,7 +281,8 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
                  STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
                  DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
                  BLOCK_N: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr,
-                 UNROLL_CI: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr):
+                 UNROLL_CI: tl.constexpr, EVICT: tl.constexpr, SHIFT_T: tl.constexpr,
+                 PROBES: tl.constexpr):
     """One output tile: BLOCK_N flattened positions x CO_SUB * BLOCK_CO channels."""
     # C_out groups vary fastest: the programs that share one x tile run together (L2 reuse)
     CO_GROUP: tl.constexpr = BLOCK_CO * CO_SUB
@@ -293,13 +310,13 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
         # are in flight while the tensor cores work on this step
         N_STEPS: tl.constexpr = N_CI * KSIZE
         xt = _load_x(x_ptr, x_row, ll, n_ok, 0, 0, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
-                     EVICT, PROBES)
+                     EVICT, SHIFT_T, PROBES)
         w0, w1, w2, w3 = _load_ws(w_ptr, 0, 0, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB,
                                   EVICT, PROBES)
         for s in tl.static_range(N_STEPS):
             if s + 1 < N_STEPS:
                 xn = _load_x(x_ptr, x_row, ll, n_ok, (s + 1) // KSIZE, (s + 1) % KSIZE, C_IN, L_IN, L_OUT,
-                             STRIDE, PAD, UPCAST_DOT, BLOCK_CI, EVICT, PROBES)
+                             STRIDE, PAD, UPCAST_DOT, BLOCK_CI, EVICT, SHIFT_T, PROBES)
                 v0, v1, v2, v3 = _load_ws(w_ptr, (s + 1) // KSIZE, (s + 1) % KSIZE, co0, C_IN, C_OUT,
                                           UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, PROBES)
             acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
@@ -314,12 +331,14 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
         for c in tl.static_range(N_CI):
             acc0, acc1, acc2, acc3 = _conv1d_step(
                 acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN, L_OUT,
-                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, PROBES)
+                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, SHIFT_T,
+                PROBES)
     else:
         for c in range(N_CI):
             acc0, acc1, acc2, acc3 = _conv1d_step(
                 acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN, L_OUT,
-                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, PROBES)
+                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, SHIFT_T,
+                PROBES)
 
     if PROBES:
         pl.enter_scope("epilogue")
@@ -342,7 +361,8 @@ def _conv1d_kernel(
     STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr,
-    UNROLL_CI: tl.constexpr, PERSISTENT: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr = False,
+    UNROLL_CI: tl.constexpr, PERSISTENT: tl.constexpr, EVICT: tl.constexpr, SHIFT_T: tl.constexpr,
+    PROBES: tl.constexpr = False,
 ):
     """x `[B, C_IN, L_IN]` and y `[B, C_OUT, L_OUT]` contiguous; w packed `[K, C_IN, C_OUT]`;
     n_total = B * L_OUT output positions. PERSISTENT = 0: one tile per program; otherwise PERSISTENT
@@ -353,11 +373,11 @@ def _conv1d_kernel(
         for tile in tl.range(pid, n_tiles, tl.num_programs(0)):
             _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE, PAD,
                          KSIZE, HAS_BIAS, DOT_PRECISION, UPCAST_DOT, INT64, BLOCK_N, BLOCK_CO, CO_SUB,
-                         BLOCK_CI, UNROLL_CI, EVICT, PROBES)
+                         BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, PROBES)
     else:
         _conv1d_tile(pid, x_ptr, w_ptr, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE, PAD,
                      KSIZE, HAS_BIAS, DOT_PRECISION, UPCAST_DOT, INT64, BLOCK_N, BLOCK_CO, CO_SUB,
-                     BLOCK_CI, UNROLL_CI, EVICT, PROBES)
+                     BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, PROBES)
 
 
 def _autotune_bench(fn, quantiles):
@@ -411,7 +431,8 @@ def _interpreter_bf16(dtype: torch.dtype) -> bool:
 def fixed_config() -> dict:
     """The module-level constants as launch parameters."""
     return {"BLOCK_N": BLOCK_N, "BLOCK_CO": BLOCK_CO, "CO_SUB": CO_SUB, "BLOCK_CI": BLOCK_CI,
-            "UNROLL_CI": UNROLL_CI, "PERSISTENT": PERSISTENT, "EVICT": EVICT, "num_warps": NUM_WARPS,
+            "UNROLL_CI": UNROLL_CI, "PERSISTENT": PERSISTENT, "EVICT": EVICT, "SHIFT_T": SHIFT_T,
+            "num_warps": NUM_WARPS,
             "num_stages": NUM_STAGES}
 
 

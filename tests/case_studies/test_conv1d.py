@@ -68,6 +68,7 @@ def test_no_bias_and_conv2d_formulation_agree():
     {"BLOCK_N": 16, "BLOCK_CO": 16, "CO_SUB": 4, "BLOCK_CI": 16, "PERSISTENT": 1, "EVICT": 1},
     {"BLOCK_N": 128, "BLOCK_CO": 64, "CO_SUB": 1, "BLOCK_CI": 32, "PERSISTENT": 2, "UNROLL_CI": 0},
     {"BLOCK_N": 32, "BLOCK_CO": 16, "CO_SUB": 3, "BLOCK_CI": 16, "UNROLL_CI": 2},
+    {"BLOCK_N": 64, "BLOCK_CO": 32, "CO_SUB": 3, "BLOCK_CI": 32, "SHIFT_T": 0},
     {"BLOCK_N": 64, "BLOCK_CO": 32, "CO_SUB": 4, "BLOCK_CI": 32, "UNROLL_CI": 2, "PERSISTENT": 2},
 ])
 def test_other_tile_configs(cfg):
