@@ -97,11 +97,14 @@ def main() -> int:
     ap.add_argument("--rep-ms", type=float, default=30.0)
     ap.add_argument("--with-benchmark-cases", action="store_true",
                     help="also prewarm what run_gpu_part1 --cases conv1d will compile")
+    ap.add_argument("--no-odd", action="store_true", help="skip the odd-shape checks (the benchmark checks too)")
     ap.add_argument("--other-k", action="store_true", help="also time the two best configs at K = 1 and 5")
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny shapes: exercise the script")
     args = ap.parse_args()
     global PROD, ODD, CANDIDATES
     dev = "cuda"
+    if args.no_odd:
+        ODD = []
     if args.smoke:
         dev, PROD, ODD, CANDIDATES = "cpu", dict(PROD, B=2, L=40), ODD[:2], CANDIDATES[:2] + CANDIDATES[8:9]
     out = Path(args.out)
