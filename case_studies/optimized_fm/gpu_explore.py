@@ -211,13 +211,30 @@ def host_costs() -> dict[str, float]:
         torch.cuda.synchronize()
         return dt
 
-    fk.optimized_fm(x, y)      # autotune once
+    from triton import knobs
+
+    from case_studies.optimized_fm.launch import _raw_stream
+
+    fk._plans.clear()
     fk.optimized_fm(x, y, config=cfg)
+    fm_plan = next(iter(fk._plans.plans.values()))
+    pcfg = {"BLOCK_B": 16, "BLOCK_KC": 128, "num_warps": 4, "num_stages": 2}
+    pk._plans.clear()
+    pk.pffn(*ts, config=pcfg)
+    pffn_plan = next(iter(pk._plans.plans.values()))
+    pout = torch.empty_like(ts[0])
+    fk.optimized_fm(x, y)      # autotune once
     ck = fk._optimized_fm_kernel
     at = fk._optimized_fm_autotuned
     grid = (1024,)
     pk.pffn(*ts)
     res = {
+        "fm_plan_launch_only": per_call(lambda: fm_plan.launch((x, y, out))),
+        "pffn_plan_launch_only": per_call(lambda: pffn_plan.launch((*ts, pout))),
+        "ours_pffn_fixed_config": per_call(lambda: pk.pffn(*ts, config=pcfg)),
+        "hook_check": per_call(lambda: knobs.runtime.launch_enter_hook.calls),
+        "raw_stream": per_call(lambda: _raw_stream(0)),
+        "empty_like": per_call(lambda: torch.empty_like(ts[0])),
         "torch_empty": per_call(lambda: torch.empty((1024, 24, 16), dtype=torch.float16, device="cuda")),
         "new_empty": per_call(lambda: x.new_empty((1024, 24, 16))),
         "current_device": per_call(torch.cuda.current_device),
@@ -247,7 +264,7 @@ def host_costs() -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--part", choices=("optimized_fm", "pffn"), required=True,
+    ap.add_argument("--part", choices=("optimized_fm", "pffn", "host"), required=True,
                     help="one case a process: a sticky CUDA error in one cannot spoil the other's results")
     ap.add_argument("--skip-warm", action="store_true")
     args = ap.parse_args(argv)
@@ -267,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:
         (out / f"explore_{args.part}.json").write_text(json.dumps(res, indent=1, default=str))
+
+    if args.part == "host":      # host microseconds a call of each launch path, nothing else
+        res["host_us"] = host_costs()
+        save()
+        return 0
 
     timing_jobs: list[tuple[str, dict[str, int], str, list[dict[str, Any]]]] = []
     if fm:

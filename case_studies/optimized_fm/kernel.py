@@ -56,10 +56,10 @@ def tunables_valid(cfg: dict) -> bool:
     return cfg["BLOCK_D"] * cfg["NUM_WARPS"] <= 2048
 
 
-def tile_registers(block_n: int, block_k: int, block_d: int, num_warps: int) -> float:
-    """Registers a thread for the live tiles: X chunk (16-bit, two a register), the fp32 D x K
-    intermediate, the fp32 accumulator and Y."""
-    return (block_n * block_d / 2 + block_d * block_k + block_n * block_k * 1.5) / (32 * num_warps)
+def tile_registers(block_n: int, block_k: int, block_d: int, num_warps: int, elem_bytes: int = 2) -> float:
+    """Registers a thread for the live tiles: X chunk (two 16-bit values a register), the fp32 D x K
+    intermediate, the fp32 accumulator and Y. (ptxas took minutes on fp32 one-shot tiles that spill.)"""
+    return (block_n * block_d * elem_bytes / 4 + block_d * block_k + block_n * block_k * 1.5) / (32 * num_warps)
 
 
 def autotune_configs() -> list[triton.Config]:
@@ -72,9 +72,10 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> l
     """Drop chunks wider than the padded D (they equal the one-shot config) and tiles that would spill."""
     a = {**named_args, **kwargs}          # the wrapper passes everything by keyword
     d_pow2, bn, bk = a["D_POW2"], a["BLOCK_N"], a["BLOCK_K"]
+    e = a["x_ptr"].element_size() if "x_ptr" in a else a.get("ELEM_BYTES", 2)
     cs = [c for c in configs if c.kwargs["BLOCK_D"] <= d_pow2
-          and tile_registers(bn, bk, c.kwargs["BLOCK_D"], c.num_warps) <= REG_BUDGET]
-    return cs or [min(configs, key=lambda c: tile_registers(bn, bk, c.kwargs["BLOCK_D"], c.num_warps))]
+          and tile_registers(bn, bk, c.kwargs["BLOCK_D"], c.num_warps, e) <= REG_BUDGET]
+    return cs or [min(configs, key=lambda c: tile_registers(bn, bk, c.kwargs["BLOCK_D"], c.num_warps, e))]
 
 
 def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
@@ -83,7 +84,8 @@ def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
                 BLOCK_K=max(16, triton.next_power_of_2(params["K"])),
                 D_POW2=max(16, triton.next_power_of_2(params["D"])))
     return [{**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
-            for c in prune_configs(autotune_configs(), {}, **params, **meta)]
+            for c in prune_configs(autotune_configs(), {}, **params, **meta,
+                                   ELEM_BYTES=4 if dtype == "float32" else 2)]
 
 
 @triton.jit

@@ -130,14 +130,39 @@ def _warm_one(job: tuple[str, dict[str, Any], str, dict[str, Any]]) -> tuple[str
 
 
 def warm_compile_cache(jobs: Sequence[tuple[str, dict[str, Any], str, dict[str, Any]]],
-                       workers: int | None = None) -> list[tuple[str, float, str]]:
+                       workers: int | None = None, timeout_s: float = 60.0) -> list[tuple[str, float, str]]:
     """Compile `(case, shape params, dtype, config)` jobs in spawned worker processes (each calls the
-    case's kernel wrapper once with that config on that shape). Returns (job, seconds, error) each."""
+    case's kernel wrapper once with that config on that shape). Returns (job, seconds, error) each.
+
+    Bounded by `timeout_s`: a job still compiling then (ptxas can take minutes on a heavily spilling
+    kernel) is reported and its worker terminated; the autotuner compiles whatever is missing itself.
+    A worker that dies takes only its own jobs with it (`concurrent.futures`, not `multiprocessing.Pool`,
+    whose map waits forever for a dead worker)."""
     import multiprocessing
     import os
+    import time
+    from concurrent.futures import ProcessPoolExecutor, wait
 
     if not jobs or not torch.cuda.is_available():
         return []
     n = workers or max(1, min(len(jobs), (os.cpu_count() or 2) - 2, 14))
-    with multiprocessing.get_context("spawn").Pool(n) as pool:
-        return pool.map(_warm_one, list(jobs), chunksize=1)
+    t0 = time.perf_counter()
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    futures = {pool.submit(_warm_one, tuple(j)): repr(tuple(j)) for j in jobs}
+    done, pending = wait(futures, timeout=timeout_s)
+    out = []
+    for f, name in futures.items():
+        if f in done:
+            try:
+                out.append(f.result())
+            except Exception as e:   # the worker died (BrokenProcessPool) or the result did not pickle
+                out.append((name, time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:300]))
+        else:
+            out.append((name, time.perf_counter() - t0, f"not finished after {timeout_s:.0f} s"))
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    if pending:
+        for p in procs:      # the pool's own workers only
+            if p.is_alive():
+                p.terminate()
+    return out
