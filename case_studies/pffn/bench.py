@@ -99,7 +99,7 @@ def warm_compile_cache() -> None:
             for shape in sweep["shapes"] for dtype in sweep["dtypes"]
             for cfg in configs_for({k: v for k, v in shape.items() if k != "name"}, dtype)]
     t0 = time.perf_counter()
-    res = warm(jobs)
+    res = warm(jobs, timeout_s=40.0)
     log.info("compiled %d configs in %.1f s (%d failed)", len(jobs), time.perf_counter() - t0,
              sum(bool(r[2]) for r in res))
 
