@@ -21,6 +21,10 @@ Why the first version (765 us at the production shape, 0.25 TB/s) was slow, and 
     brought into L1.
   * the old tile was 128 C_out x 128 positions for 96 channels (25 % of the MMAs on zero weights) and
     read x once per C_out tile.
+  * (found on the H200 with the rewrite at 168 us) the shifted taps, which cannot be 16-byte aligned,
+    inherited the unshifted tap's layout of 8 consecutive positions per thread, so each 2-byte warp load
+    touched 16-byte-strided addresses over 4-6 cache lines; loading them as `[ci, n]` gives them a
+    layout with 32 consecutive positions across the lanes (SHIFT_T): 168 -> 126 us fp16, 502 -> 300 us fp32.
 The weights are packed once to `[K, C_in, C_out]` and cached (see `pack_weight` for the bug the cache
 guards against); accumulation is fp32; the bias add is fused; one launch, against PyTorch's five.
 
@@ -59,7 +63,7 @@ TUNABLES = {
     "NUM_WARPS": [2, 4, 8],
     "NUM_STAGES": [1, 2, 3, 4],
 }
-BLOCK_N = 64          # output positions (flattened B * L_out) per program: the dot's M
+BLOCK_N = 128         # output positions (flattened B * L_out) per program: the dot's M
 BLOCK_CO = 32         # output channels per accumulator: the dot's N
 CO_SUB = 4            # accumulators per program (at most; fewer when C_out is smaller): C_out per program
 BLOCK_CI = 32         # input channels per reduction step: the dot's K
@@ -88,9 +92,11 @@ def tunables_valid(cfg: dict) -> bool:
 # (about a second each), and the offline search explores the full TUNABLES space instead.
 AUTOTUNE_SPACE = [
     # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, SHIFT_T, num_warps, num_stages
-    # (H200, fp16 production, before SHIFT_T: 128 x 96 tiles 168 us, 256: 180, 64: 190, 32: 237,
-    # the pipelined C_in loop 201, persistent 212-283; fp32: 32-position tiles best, 372 us;
-    # results/case_studies/conv1d/tuning_run1.json)
+    # H200, production shape, L2 flushed (results/case_studies/conv1d/gpu_run4_tuning.json): the first
+    # row won everywhere it was tuned (K = 1, 3, 5; fp16 and fp32): fp16 126 us (168 with SHIFT_T = 0),
+    # 64-position tiles 139-142, 256: 159, 32: 239; fp32 300 us (502 with SHIFT_T = 0). Dropped after the
+    # run before (gpu_run3_tuning.json): the software-pipelined C_in loop (201 us fp16, 887 fp32) and the
+    # persistent variants (212-283 us fp16; fp32 over the shared-memory limit).
     (128, 32, 4, 32, 1, 0, 0, 1, 4, 1),
     (128, 32, 4, 32, 1, 0, 0, 1, 8, 1),
     (128, 32, 4, 32, 2, 0, 0, 1, 8, 1),  # operands loaded one step ahead
