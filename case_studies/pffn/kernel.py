@@ -171,7 +171,7 @@ def _pffn_kernel(
                                             block_shape=[BLOCK_KC, DH])
     else:
         # block pointers, not pointer tensors: the loop-invariant [D, BLOCK_KC] address tensors that the
-        # compiler hoisted out of the loop cost 255 registers a thread (ptxas, D 128)
+        # compiler hoisted out of the loop cost up to 255 registers a thread, spilling from D 256 (ptxas)
         w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, 0), (DH, BLOCK_KC), (1, 0))
         w2_blk = tl.make_block_ptr(w2_base, (K, D), (w2_stride_k, w2_stride_d), (0, 0), (BLOCK_KC, DH), (1, 0))
     for k0 in range(0, K, BLOCK_KC):
