@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--shapes", default=None, help="named shapes each evaluation checks (default: all)")
     ap.add_argument("--max-wall-s", type=float, default=None, help="stop the search after this long")
+    ap.add_argument("--from-run", default=None, metavar="RUNS_DIR/RUN_ID",
+                    help="rebuild the JSON from a finished run's directory instead of searching")
+    ap.add_argument("--provenance-from", default=None, metavar="JSON",
+                    help="with --from-run: the provenance of the machine the run ran on (another JSON of the call)")
     ap.add_argument("--out-dir", default=str(ROOT / "results"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -57,31 +61,37 @@ def main(argv: list[str] | None = None) -> int:
     seed = tmp / f"{case}_fixed_config.py"
     seed.write_text(seed_src)
     t0 = time.time()
-    with LocalPoolEvaluator(workers=1, device=args.device) as ev:
-        run = workbench.optimize(
-            spec,
-            seeds=[seed],
-            policy=args.policy,
-            llm="none",
-            budget=args.budget,
-            max_wall_s=args.max_wall_s,
-            shapes=args.shapes.split(",") if args.shapes else None,
-            device=args.device,
-            trials=args.trials,
-            evaluator=ev,
-            retrieval=False,
-            run_dir=tmp / "runs",
-            progress=False,
-        )
-        contender = (
-            ev.submit(
-                EvalJob(spec_path=str(spec), candidate_source=shipped, device=args.device, trials=args.trials,
-                        shapes=args.shapes.split(",") if args.shapes else None)
-            ).result()
-            if n
-            else None
-        )
-    wall = time.time() - t0
+    if args.from_run:  # a run that finished but whose JSON was not written (e.g. a crash after the search)
+        from workbench.search import load_run
+
+        run = load_run(Path(args.from_run).name, run_dir=Path(args.from_run).parent)
+        contender, wall = None, None
+    else:
+        with LocalPoolEvaluator(workers=1, device=args.device) as ev:
+            run = workbench.optimize(
+                spec,
+                seeds=[seed],
+                policy=args.policy,
+                llm="none",
+                budget=args.budget,
+                max_wall_s=args.max_wall_s,
+                shapes=args.shapes.split(",") if args.shapes else None,
+                device=args.device,
+                trials=args.trials,
+                evaluator=ev,
+                retrieval=False,
+                run_dir=tmp / "runs",
+                progress=False,
+            )
+            contender = (
+                ev.submit(
+                    EvalJob(spec_path=str(spec), candidate_source=shipped, device=args.device, trials=args.trials,
+                            shapes=args.shapes.split(",") if args.shapes else None)
+                ).result()
+                if n
+                else None
+            )
+        wall = time.time() - t0
 
     from workbench.search.tunables import TunablesError, parse_tunables
 
@@ -115,15 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     bnode = run.best
     out = {
         "benchmark": "offline tuning operator search (no LLM): fitness over evaluations",
-        "spec": str(spec.relative_to(ROOT)),
+        "spec": _rel(spec),
         "case": case,
         "policy": args.policy,
         "budget": args.budget,
         "trials": args.trials,
         "shapes": args.shapes or "all the spec declares",
-        "interpreter": interp,
+        "interpreter": interp if not args.from_run else None,
         "platform": run.platform,
-        "seed": f"{seed_src_path.relative_to(ROOT)} with AUTOTUNE = False" if n else str(seed_src_path),
+        "seed": f"{_rel(seed_src_path)} with AUTOTUNE = False" if n else _rel(seed_src_path),
         "seed_fitness": run.seed_fitness,
         "best_fitness": bnode.fitness if bnode else 0.0,
         "best_node": bnode.id if bnode else None,
@@ -145,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         "fitness_definition": "reference median time / candidate median time (workbench harness), 0 if wrong",
         "wall_s": wall,
         "history": history,
-        "provenance": collect(),
+        "provenance": (json.loads(Path(args.provenance_from).read_text())["provenance"]
+                       if args.provenance_from else collect()),
+        "rebuilt_from_run": args.from_run,
         "command": "PYTHONPATH=. python benchmarks/search_offline_gpu.py " + " ".join(argv or sys.argv[1:]),
     }
     out_dir = Path(args.out_dir)
@@ -155,9 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     if png.exists():
         shutil.copy(png, out_dir / f"search_offline_{case}.png")
     print(run.table())
-    print(f"wrote {out_dir / f'search_offline_{case}.json'} ({wall:.0f} s)")
+    print(f"wrote {out_dir / f'search_offline_{case}.json'}" + (f" ({wall:.0f} s)" if wall is not None else ""))
     return 0 if bnode is not None else 1
 
+
+
+def _rel(p: Path) -> str:
+    """A path relative to the repository when it is inside it (results stay machine-independent)."""
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
 
 if __name__ == "__main__":
     sys.exit(main())
