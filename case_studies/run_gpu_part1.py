@@ -42,15 +42,9 @@ def _case_modules(name: str) -> tuple[Any, Any, Any]:
             importlib.import_module(f"case_studies.{name}.reference"))
 
 
-def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
-    """Each kernel against its reference on small odd shapes, every dtype, three build paths."""
-    from case_studies.conv1d import kernel as ck
-    from case_studies.conv1d.reference import conv1d_reference
-    from case_studies.optimized_fm import kernel as fk
-    from case_studies.optimized_fm.reference import optimized_fm_reference
-    from case_studies.pffn import kernel as pk
-    from case_studies.pffn.reference import pffn_reference
-
+def _gpu_checks(device: str = "cuda", which: tuple[str, ...] = CASES) -> list[dict[str, Any]]:
+    """Each selected kernel against its reference on small odd shapes, every dtype, two build paths.
+    Only the selected case studies are imported: one that does not build cannot stop the others' run."""
     g = torch.Generator().manual_seed(0)
 
     def rnd(*shape: int, scale: float = 1.0) -> torch.Tensor:
@@ -61,7 +55,10 @@ def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
     cases: list[tuple] = []
     # (kept small: every compile costs lease time; the benchmark re-checks every timed shape vs eager)
     conv_shapes = [(3, 5, 7, 123, 3, 1, 1), (4, 32, 17, 64, 3, 1, 1), (2, 96, 96, 200, 5, 1, 2)]
-    for (b, ci, co, l, k, s, p) in conv_shapes:
+    if "conv1d" in which:
+        from case_studies.conv1d import kernel as ck
+        from case_studies.conv1d.reference import conv1d_reference
+    for (b, ci, co, l, k, s, p) in (conv_shapes if "conv1d" in which else []):
         for path in ("auto", "gather"):
             cases.append(("conv1d", f"B{b} Cin{ci} Cout{co} L{l} K{k} s{s} p{p} {path}",
                           lambda t, cfg, pr, s=s, p=p, path=path: ck.conv1d(*t, s, p, config=cfg, probes=pr,
@@ -69,12 +66,18 @@ def _gpu_checks(device: str = "cuda") -> list[dict[str, Any]]:
                           lambda t, s=s, p=p: conv1d_reference(*t, s, p),
                           (rnd(b, ci, l), rnd(co, ci, k, scale=(ci * k) ** -0.5), rnd(co, scale=0.1)),
                           ("float16", "float32") if ci > 5 else ("bfloat16",)))
-    for (b, n, d, kk) in [(5, 5, 123, 7), (3, 128, 224, 64)]:
+    if "optimized_fm" in which:
+        from case_studies.optimized_fm import kernel as fk
+        from case_studies.optimized_fm.reference import optimized_fm_reference
+    for (b, n, d, kk) in ([(5, 5, 123, 7), (3, 128, 224, 64)] if "optimized_fm" in which else []):
         cases.append(("optimized_fm", f"B{b} N{n} D{d} K{kk}",
                       lambda t, cfg, pr: fk.optimized_fm(*t, config=cfg, probes=pr),
                       lambda t: optimized_fm_reference(*t),
                       (rnd(b, n, d, scale=d ** -0.25), rnd(n, kk, scale=n ** -0.5)), ("float16", "bfloat16")))
-    for (n, b, d, kk) in [(2, 5, 123, 48), (3, 70, 512, 256)]:
+    if "pffn" in which:
+        from case_studies.pffn import kernel as pk
+        from case_studies.pffn.reference import pffn_reference
+    for (n, b, d, kk) in ([(2, 5, 123, 48), (3, 70, 512, 256)] if "pffn" in which else []):
         cases.append(("pffn", f"N{n} B{b} D{d} K{kk}",
                       lambda t, cfg, pr: pk.pffn(*t, config=cfg, probes=pr),
                       lambda t: pffn_reference(*t),
@@ -205,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if "conv1d" in cases:
         checks["tma_probe"] = _probe_tma()
         save_checks()
-    checks["correctness"] = _gpu_checks()
+    checks["correctness"] = _gpu_checks(which=tuple(cases))
     save_checks()
     log.info("checks done at %.0f s: %d/%d ok", time.perf_counter() - t0,
              sum(c["ok"] for c in checks["correctness"]), len(checks["correctness"]))

@@ -213,7 +213,7 @@ def host_costs() -> dict[str, float]:
 
     from triton import knobs
 
-    from case_studies.optimized_fm.launch import _raw_stream
+    from case_studies.common.launch import _raw_stream
 
     fk._plans.clear()
     fk.optimized_fm(x, y, config=cfg)
@@ -274,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                         handlers=[logging.StreamHandler(sys.stdout),
                                   logging.FileHandler(out / f"explore_{args.part}.txt")])
     t0 = time.perf_counter()
+    from case_studies.common.launch import warm_compile_cache
     from case_studies.optimized_fm import kernel as fk
-    from case_studies.optimized_fm.launch import warm_compile_cache
     from case_studies.pffn import kernel as pk
     from workbench.provenance import collect
 

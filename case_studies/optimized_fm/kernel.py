@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-from case_studies.optimized_fm.launch import LaunchCache, aligned16
+from case_studies.common.launch import LaunchCache, aligned16
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl

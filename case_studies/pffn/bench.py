@@ -91,7 +91,7 @@ def warm_compile_cache() -> None:
     if _warmed or not PRECOMPILE or not torch.cuda.is_available():
         return
     _warmed = True
-    from case_studies.optimized_fm.launch import warm_compile_cache as warm
+    from case_studies.common.launch import warm_compile_cache as warm
     from case_studies.pffn.kernel import configs_for
 
     jobs = [("pffn", {k: v for k, v in shape.items() if k != "name"}, dtype, cfg)

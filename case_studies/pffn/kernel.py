@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
-from case_studies.optimized_fm.launch import LaunchCache, aligned16
+from case_studies.common.launch import LaunchCache, aligned16
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
@@ -296,7 +296,7 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
 
     On a GPU the first call for a call signature validates, tunes (or takes `config`) and launches
     through Triton; later calls with the same signature allocate the output and go straight to the
-    compiled launcher (case_studies/optimized_fm/launch.py)."""
+    compiled launcher (case_studies/common/launch.py)."""
     if x.is_cuda:
         key = (x.shape, w1.shape, x.stride(), w1.stride(), w2.stride(), g1.stride(), g2.stride(), x.dtype,
                w1.dtype, w2.dtype, g1.dtype, g2.dtype, g1.shape, g2.shape, w2.shape, eps,

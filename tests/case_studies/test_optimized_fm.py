@@ -119,7 +119,7 @@ def test_dispatched_op_on_cpu_is_pytorch():
 def test_launch_plan_keeps_the_argument_tail_in_signature_order():
     """The recorded plan replays every argument after the tensors, constexprs included, in the order of
     the kernel's signature (the compiled launcher parses them positionally)."""
-    from case_studies.optimized_fm.launch import LaunchCache, kernel_arg_values
+    from case_studies.common.launch import LaunchCache, kernel_arg_values
 
     jit = kernel._optimized_fm_kernel
     params = inspect.signature(jit.fn).parameters

@@ -248,8 +248,8 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                 fname = f"out_{si}_{t}.pt"
                 t_sv = time.perf_counter()
                 _save_outputs(outs, sandbox / fname)
-                t = msg["timings_s"]
-                t["save_outputs"] = t.get("save_outputs", 0.0) + time.perf_counter() - t_sv
+                tm = msg["timings_s"]
+                tm["save_outputs"] = tm.get("save_outputs", 0.0) + time.perf_counter() - t_sv
                 msg["outputs"].append({"shape": shape_name, "shape_idx": si, "trial": t, "file": fname})
                 buffers = inputs
             if opcheck.STATE.launches == 0 and "no_triton_kernel" not in guard.violations:
