@@ -43,7 +43,7 @@ def diagnose(result: EvalResult) -> str:
             f"reference median {_us(result.baseline_runtime_us)}) on {result.device}"
         )
         if result.triton_launches:
-            lines.append(f"triton launches per forward: {result.triton_launches}")
+            lines.append(f"triton launches over the evaluation (trials, autotuning, timing): {result.triton_launches}")
         if result.aten_ops:
             lines.append("torch ops dispatched in forward: " + ", ".join(result.aten_ops[:12]))
     elif result.status == Status.INCORRECT:
