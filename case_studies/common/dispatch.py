@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+
 from case_studies.common.results import read_rows
 
 
 def launch_mode() -> str:
     """"graph" while the current CUDA stream is being captured into a graph, else "plain"."""
-    import torch
-
     return "graph" if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing() else "plain"
 
 log = logging.getLogger(__name__)
@@ -147,10 +147,12 @@ class CachedDecisions:
     def decide(self, x: Any, key: tuple, params: Callable[[], dict[str, Any]]) -> Decision:
         """`x` is the tensor whose device and dtype decide; `key` the shapes and scalars that matter;
         `params` builds the dispatcher's shape parameters (only on a cache miss)."""
-        mode = launch_mode() if x.is_cuda else "plain"
-        full = (*key, x.dtype, x.device.type, mode)
+        # hot path (every call): no torch.cuda.is_available() (a CUDA tensor proves it), no device object
+        is_cuda = x.is_cuda
+        mode = ("graph" if torch.cuda.is_current_stream_capturing() else "plain") if is_cuda else "plain"
+        full = (*key, x.dtype, is_cuda, mode)
         if full not in self._decisions:
-            if not x.is_cuda:
+            if not is_cuda:
                 self._decisions[full] = Decision(False, "not a CUDA tensor")
             else:
                 self._decisions[full] = self.dispatcher.decide(params(), str(x.dtype).removeprefix("torch."), mode)
