@@ -108,6 +108,7 @@ class InputCache:
         size = sum(t.numel() * t.element_size() for t in tensors)
         if size > self.max_bytes:
             return
+        tmp: str | None = None
         try:
             self.dir.mkdir(mode=0o700, exist_ok=True)
             self._evict(self.max_bytes - size)
@@ -118,10 +119,8 @@ class InputCache:
             os.replace(tmp, path)
         except Exception as exc:  # a full /dev/shm or an unpicklable input: just no cache entry
             log.debug("input cache: not stored: %s", exc)
-            try:
-                os.unlink(tmp)  # type: ignore[possibly-undefined]
-            except (OSError, NameError):
-                pass
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
 
     def _evict(self, budget: int) -> None:
         entries = []
