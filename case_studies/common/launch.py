@@ -167,3 +167,22 @@ def warm_compile_cache(jobs: Sequence[tuple[str, dict[str, Any], str, dict[str, 
             if p.is_alive():
                 p.terminate()
     return out
+
+
+def warm_benchmark(case: str, benchmark: dict[str, Any],
+                   configs_for: Callable[[dict[str, Any], str], list[dict[str, Any]]],
+                   timeout_s: float = 40.0) -> None:
+    """Compile, in parallel, every config the autotuner will time for every shape and dtype at which a
+    benchmark declared as data (`BENCHMARK`) runs the case's `triton` contender: the autotuner then
+    loads them from Triton's cache instead of compiling serially inside the device lease's budget."""
+    import logging
+    import time
+
+    jobs = [(case, {k: v for k, v in shape.items() if k != "name"}, dtype, cfg)
+            for sweep in benchmark["sweeps"] if "triton" in sweep["contenders"]
+            for shape in sweep["shapes"] for dtype in sweep["dtypes"]
+            for cfg in configs_for({k: v for k, v in shape.items() if k != "name"}, dtype)]
+    t0 = time.perf_counter()
+    res = warm_compile_cache(jobs, timeout_s=timeout_s)
+    logging.getLogger(__name__).info("%s: compiled %d configs in %.1f s (%d failed)", case, len(jobs),
+                                     time.perf_counter() - t0, sum(bool(r[2]) for r in res))

@@ -2,8 +2,6 @@
 Results: `results/case_studies/pffn/bench.csv` (run by `case_studies/run_gpu_part1.py`)."""
 from __future__ import annotations
 
-import logging
-import time
 from typing import Any
 
 import torch
@@ -13,7 +11,6 @@ from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.pffn.reference import pffn_reference
 
-log = logging.getLogger(__name__)
 
 def _shape(b: int, d: int, n: int = 16, k: int = 256) -> dict[str, Any]:
     return {"name": f"b{b}_d{d}", "N": n, "B": b, "D": d, "K": k}
@@ -84,24 +81,15 @@ _warmed = False
 
 
 def warm_compile_cache() -> None:
-    """Compile (in worker processes) every config the autotuner will time for every shape and dtype that
-    the benchmark runs our kernel at, once per process: the autotuner then loads them from Triton's
-    cache instead of compiling serially inside the device lease's time budget."""
+    """Compile every config the benchmark's autotuning will time, in parallel, once per process."""
     global _warmed
     if _warmed or not PRECOMPILE or not torch.cuda.is_available():
         return
     _warmed = True
-    from case_studies.common.launch import warm_compile_cache as warm
+    from case_studies.common.launch import warm_benchmark
     from case_studies.pffn.kernel import configs_for
 
-    jobs = [("pffn", {k: v for k, v in shape.items() if k != "name"}, dtype, cfg)
-            for sweep in BENCHMARK["sweeps"] if "triton" in sweep["contenders"]
-            for shape in sweep["shapes"] for dtype in sweep["dtypes"]
-            for cfg in configs_for({k: v for k, v in shape.items() if k != "name"}, dtype)]
-    t0 = time.perf_counter()
-    res = warm(jobs, timeout_s=40.0)
-    log.info("compiled %d configs in %.1f s (%d failed)", len(jobs), time.perf_counter() - t0,
-             sum(bool(r[2]) for r in res))
+    warm_benchmark("pffn", BENCHMARK, configs_for)
 
 
 def case() -> CaseStudyBench:
