@@ -33,6 +33,7 @@ import triton.language as tl
 from torch import nn
 
 from case_studies.common.launch import LaunchCache, aligned16
+from case_studies.pffn.splitk import _pffn_splitk_kernel, workspace_shape
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
@@ -254,6 +255,20 @@ def _autotune_bench(fn, quantiles):
 _pffn_autotuned = triton.autotune(configs=autotune_configs(), key=["B", "D", "K"], do_bench=_autotune_bench,
                                   prune_configs_by={"early_config_prune": prune_configs})(_pffn_kernel)
 _plans = LaunchCache(_pffn_kernel, n_tensors=6)
+_split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace rides in the plan's tail
+
+# Split-K (splitk.py) where the one-pass kernel leaves most SMs idle or re-reads the weights from L2 many
+# times: (max B, max D, config), first match wins; chosen from the H200 sweep in
+# results/case_studies/pffn/explore_splitk.json (graph replay, fp16, N 16, K 256).
+SPLIT_K_RULES: list[tuple[int, int, dict]] = []
+
+
+def split_config(bsz: int, d: int) -> dict | None:
+    """The split-K config for a shape, or None for the one-pass kernel."""
+    for b_max, d_max, cfg in SPLIT_K_RULES:
+        if bsz <= b_max and d <= d_max:
+            return dict(cfg)
+    return None
 
 
 def fixed_config() -> dict:
@@ -302,7 +317,7 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
                w1.dtype, w2.dtype, g1.dtype, g2.dtype, g1.shape, g2.shape, w2.shape, eps,
                torch.cuda.current_device(), aligned16(x, w1, w2, g1, g2), autotune, probes,
                None if config is None else tuple(sorted(config.items())))
-        plan = _plans.plans.get(key)
+        plan = _plans.plans.get(key) or _split_plans.plans.get(key)
         if plan is not None:
             out = torch.empty_like(x, memory_format=torch.contiguous_format)
             plan.launch((x, w1, w2, g1, g2, out))
@@ -332,6 +347,13 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
                 UPCAST_DOT=x.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
                 # fp32 inputs: full-precision products (tl.dot would use TF32 and miss fp32's tolerance)
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32")
+    if config is None and x.is_cuda and d_split == 1 and (AUTOTUNE if autotune is None else autotune):
+        config = split_config(bsz, d)
+    if config is not None and config.get("SPLIT_K", 1) > 1 and d_split == 1 and not (
+            x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        # (a first call inside a graph capture cannot zero the counters: the one-pass kernel runs then)
+        return _launch_split(named, meta, dict(fixed_config(), **config), out, key)
+    config = None if config is None else {k: v for k, v in config.items() if k != "SPLIT_K"}
     if (AUTOTUNE if autotune is None else autotune) and config is None and x.is_cuda and not probes:
         compiled = _pffn_autotuned[lambda m: (n_tok * triton.cdiv(bsz, m["BLOCK_B"]),)](**named, **meta)
         best = _pffn_autotuned.best_config
@@ -344,6 +366,24 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
     if key is not None:
         _plans.record(key, compiled, (n_tok * triton.cdiv(bsz, cfg["BLOCK_B"]),),
                       {**named, **meta, "BLOCK_B": cfg["BLOCK_B"], "BLOCK_KC": cfg["BLOCK_KC"]}, cfg)
+    return out
+
+
+def _launch_split(named: dict, meta: dict, cfg: dict, out: torch.Tensor, key: tuple | None) -> torch.Tensor:
+    """Launch the split-K kernel with a fresh zeroed workspace (cached in the plan for later calls)."""
+    x = named["x_ptr"]
+    n_tok, bsz = x.shape[0], x.shape[1]
+    n_part, n_tiles = workspace_shape(n_tok, bsz, meta["D_POW2"], cfg["BLOCK_B"], cfg["SPLIT_K"])
+    ws = dict(part_ptr=torch.empty(n_part, dtype=torch.float32, device=x.device),
+              ss_ptr=torch.empty(n_tiles * cfg["SPLIT_K"] * cfg["BLOCK_B"], dtype=torch.float32, device=x.device),
+              ticket_ptr=torch.zeros(n_tiles, dtype=torch.int32, device=x.device))
+    meta = {k: v for k, v in meta.items() if k != "D_SPLIT"}
+    grid = (n_tiles * cfg["SPLIT_K"],)
+    consts = dict(BLOCK_B=cfg["BLOCK_B"], BLOCK_KC=cfg["BLOCK_KC"], SPLIT_K=cfg["SPLIT_K"])
+    compiled = _pffn_splitk_kernel[grid](**named, **ws, **meta, **consts, num_warps=cfg["num_warps"],
+                                         num_stages=cfg["num_stages"])
+    if key is not None:
+        _split_plans.record(key, compiled, grid, {**named, **ws, **meta, **consts}, cfg)
     return out
 
 
