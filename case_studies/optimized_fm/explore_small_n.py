@@ -54,7 +54,7 @@ def _inputs(n: int, k: int, dtype: torch.dtype = torch.float16, b: int = 1024, d
 
 def _shipped_cfg(nk: tuple[int, int]) -> dict[str, int]:
     bd, bb, nw, ns = SHIPPED[nk]
-    return {"BLOCK_D": bd, "BLOCK_B": bb, "num_warps": nw, "num_stages": ns}
+    return {"BLOCK_D": bd, "BLOCK_B": bb, "PIPELINE": False, "num_warps": nw, "num_stages": ns}
 
 
 def _warm(job: tuple) -> tuple[str, float, str]:

@@ -56,8 +56,10 @@ def pffn_params(b: int, d: int) -> dict[str, int]:
 def fm_configs(p: dict[str, int]) -> list[dict[str, Any]]:
     from case_studies.optimized_fm import kernel as fk
 
-    cfgs = [{"BLOCK_D": bd, "BLOCK_B": bb, "num_warps": nw, "num_stages": ns}
-            for bd, bb, nw, ns in fk.AUTOTUNE_SPACE + FM_EXTRA]
+    cfgs = [{"BLOCK_D": bd, "BLOCK_B": bb, "PIPELINE": pipe, "TRANSPOSED": tr, "num_warps": nw, "num_stages": ns}
+            for bd, bb, pipe, tr, nw, ns in fk.AUTOTUNE_SPACE]
+    cfgs += [{"BLOCK_D": bd, "BLOCK_B": bb, "PIPELINE": False, "num_warps": nw, "num_stages": ns}
+             for bd, bb, nw, ns in FM_EXTRA]
     d_pow2 = 256
     bn, bk = max(16, 1 << (p["N"] - 1).bit_length()), max(16, 1 << (p["K"] - 1).bit_length())
     return [c for c in cfgs if c["BLOCK_D"] <= d_pow2
@@ -192,7 +194,7 @@ def host_costs() -> dict[str, float]:
 
     x, y = make_inputs(fm_params(24, 16), torch.float16, "cuda")
     out = torch.empty(1024, 24, 16, dtype=torch.float16, device="cuda")
-    cfg = {"BLOCK_D": 256, "BLOCK_B": 1, "num_warps": 4, "num_stages": 1}
+    cfg = {"BLOCK_D": 256, "BLOCK_B": 1, "PIPELINE": False, "num_warps": 4, "num_stages": 1}
     named = dict(x_ptr=x, y_ptr=y, out_ptr=out, B=1024, N=24, D=224, K=16, x_stride_b=x.stride(0),
                  x_stride_n=x.stride(1), x_stride_d=x.stride(2), y_stride_n=y.stride(0), y_stride_k=y.stride(1),
                  o_stride_b=out.stride(0), o_stride_n=out.stride(1), o_stride_k=out.stride(2))
@@ -242,9 +244,10 @@ def host_costs() -> dict[str, float]:
         "key_build": per_call(lambda: (x.shape, y.shape, x.stride(), y.stride(), x.dtype, y.dtype,
                                        torch.cuda.current_device(), (x.data_ptr() | y.data_ptr()) & 15 == 0)),
         "eager_fm": per_call(lambda: optimized_fm_reference(x, y)),
-        "triton_jit_kwargs": per_call(lambda: ck[grid](**named, **meta, BLOCK_D=256, BLOCK_B=1, num_warps=4,
+        "triton_jit_kwargs": per_call(lambda: ck[grid](**named, **meta, BLOCK_D=256, BLOCK_B=1, PIPELINE=False,
+                                                      TRANSPOSED=False, num_warps=4,
                                                       num_stages=1)),
-        "triton_jit_positional": per_call(lambda: ck[grid](*pos, 32, 16, 256, False, "tf32", 256, 1,
+        "triton_jit_positional": per_call(lambda: ck[grid](*pos, 32, 16, 256, False, "tf32", 256, 1, False, False,
                                                           num_warps=4, num_stages=1)),
         "triton_autotuner": per_call(lambda: at[lambda m: (triton.cdiv(1024, m["BLOCK_B"]),)](**named, **meta)),
         "ours_fm_fixed_config": per_call(lambda: fk.optimized_fm(x, y, config=cfg)),

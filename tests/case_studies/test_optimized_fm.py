@@ -56,9 +56,34 @@ def test_whole_row_loads_at_the_production_d(dtype, atol, rtol):
     """BLOCK_D >= D loads X[b] in one piece (the tuned path at D 224); B 5 leaves a ragged last program."""
     x, y = _inputs((5, 24, 224, 16), dtype)
     ref = optimized_fm_reference(x, y).float()
-    for cfg in ({"BLOCK_D": 256, "BLOCK_B": 1, "num_stages": 1}, {"BLOCK_D": 256, "BLOCK_B": 2},
-                {"BLOCK_D": 256, "BLOCK_B": 4, "num_warps": 8}):
+    for cfg in ({"BLOCK_D": 256, "BLOCK_B": 1, "num_stages": 1, "PIPELINE": False},
+                {"BLOCK_D": 256, "BLOCK_B": 2, "PIPELINE": False},
+                {"BLOCK_D": 256, "BLOCK_B": 4, "num_warps": 8, "PIPELINE": False}):
         torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_streaming_loop_covers_every_batch_element(dtype, atol, rtol, transposed):
+    """PIPELINE=True: cdiv(B, BLOCK_B) programs walk the batch with the grid's stride; B 7 with 2, 3 and 8
+    elements a program leaves programs with fewer elements (and one grid larger than B's share)."""
+    x, y = _inputs((7, 23, 200, 16), dtype)
+    ref = optimized_fm_reference(x, y).float()
+    for bb in (2, 3, 8):
+        cfg = {"BLOCK_D": 256, "BLOCK_B": bb, "PIPELINE": True, "TRANSPOSED": transposed}
+        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
+
+
+def test_streaming_configs_are_pruned_where_they_do_not_fit():
+    cfgs = kernel.autotune_configs()
+
+    def pipelined(**kw):
+        return [c for c in kernel.prune_configs(cfgs, {}, D_POW2=256, **kw) if c.kwargs["PIPELINE"]]
+
+    assert pipelined(BLOCK_N=32, BLOCK_K=16)                                  # N 24: kept
+    assert pipelined(BLOCK_N=64, BLOCK_K=64)                                  # N 64 K 64: kept
+    assert not pipelined(BLOCK_N=128, BLOCK_K=64)                             # 3 x 64 KB of X tiles
+    assert not pipelined(BLOCK_N=32, BLOCK_K=16, ELEM_BYTES=4)                # fp32: no tensor-core dots
 
 
 def test_autotune_space_is_pruned_to_what_fits():
