@@ -404,9 +404,10 @@ _PACK_CACHE: OrderedDict[tuple, tuple[weakref.ref, torch.Tensor]] = OrderedDict(
 _PACK_CACHE_SIZE = 32
 
 
-def pack_weight(weight: torch.Tensor, use_cache: bool = True) -> torch.Tensor:
+def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gather") -> torch.Tensor:
     """`[C_out, C_in, K]` -> `[K, C_in, C_out]`, contiguous (the paper's `[C_in*K, C_out]` packing,
-    k-major: one tap's `[C_in, C_out]` matrix is the dot's B operand, contiguous along C_out).
+    k-major: one tap's `[C_in, C_out]` matrix is the dot's B operand, contiguous along C_out), or with
+    `layout="kmajor"` `[K, C_out, C_in]` (C_in-contiguous: the K-major B operand TF32 wgmma reads).
 
     Cached by pointer, shape, strides, dtype, device and version counter (an in-place update, e.g. an
     optimizer step, repacks), as the paper does, and also by the weight tensor itself (a weak reference):
@@ -414,7 +415,7 @@ def pack_weight(weight: torch.Tensor, use_cache: bool = True) -> torch.Tensor:
     reused by a new weight of the same shape (results/case_studies/conv1d/gpu_run2_checks.json,
     the "gather" check of B4 Cin32 Cout17).
     """
-    key = (weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
+    key = (layout, weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
            weight._version)
     if use_cache and key in _PACK_CACHE:
         ref, packed = _PACK_CACHE[key]
@@ -422,7 +423,8 @@ def pack_weight(weight: torch.Tensor, use_cache: bool = True) -> torch.Tensor:
             _PACK_CACHE.move_to_end(key)
             return packed
         del _PACK_CACHE[key]
-    packed = weight.detach().permute(2, 1, 0).contiguous()
+    packed = weight.detach().permute(2, 0, 1) if layout == "kmajor" else weight.detach().permute(2, 1, 0)
+    packed = packed.contiguous()
     if use_cache:
         _PACK_CACHE[key] = (weakref.ref(weight), packed)
         while len(_PACK_CACHE) > _PACK_CACHE_SIZE:
@@ -475,15 +477,29 @@ def launch_meta(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
                          UPCAST_DOT=_interpreter_bf16(dtype), INT64=big, PROBES=probes)
 
 
+# Which kernel: "fused" (channels-last staging, `fused.py`) wherever it applies (stride 1, L_out == L_in),
+# "gather" (this module's pointer kernel) elsewhere. PATHS lists what `path=` and `config["path"]` accept.
+PATHS = ("auto", "fused", "gather")
+
+
+def choose_path(c_in: int, l_in: int, ksize: int, stride: int, padding: int) -> str:
+    from case_studies.conv1d.fused import fused_applies
+
+    return "fused" if fused_applies(c_in, l_in, ksize, stride, padding) else "gather"
+
+
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
            padding: int = 0, *, config: dict | None = None, autotune: bool | None = None,
            use_cache: bool = True, probes: bool = False, path: str = "auto") -> torch.Tensor:
-    """Triton conv1d (groups 1, dilation 1). `config` pins the tiles (BLOCK_N, BLOCK_CO, CO_SUB,
-    BLOCK_CI, UNROLL_CI, num_warps, num_stages; missing keys from the module constants); otherwise
-    autotuned on a GPU when `AUTOTUNE`, else the module constants. `path` is kept for callers of the
-    earlier two-path kernel: "auto" and "gather" both run this kernel."""
-    if path not in ("auto", "gather"):
-        raise ValueError(f"unknown path {path!r}: this kernel has one path (the TMA path was removed)")
+    """Triton conv1d (groups 1, dilation 1). `path` (or `config["path"]`): "auto" (the fused kernel where
+    it applies, else the gather kernel), "fused", "gather". `config` pins the tiles of the chosen kernel
+    (gather: BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, num_warps, num_stages, missing keys from the
+    module constants, otherwise autotuned on a GPU when `AUTOTUNE`; fused: `fused.FUSED_CONFIG_KEYS`,
+    missing keys from `fused.fused_config`)."""
+    config = dict(config or {})
+    path = config.pop("path", path)
+    if path not in PATHS:
+        raise ValueError(f"unknown path {path!r}: one of {PATHS} (the TMA path was removed)")
     if x.dim() != 3 or weight.dim() != 3 or weight.shape[1] != x.shape[1]:
         raise ValueError(f"expected x [B, C_in, L] and w [C_out, C_in, K]; got {tuple(x.shape)}, "
                          f"{tuple(weight.shape)}")
@@ -496,19 +512,31 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     y = torch.empty((bsz, c_out, max(l_out, 0)), dtype=x.dtype, device=x.device)
     if y.numel() == 0:
         return y
+    if path == "auto":
+        path = choose_path(c_in, l_in, ksize, stride, padding)
     x = x.contiguous()
-    wp = pack_weight(weight, use_cache)
-    b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
     n_total, meta = launch_meta(bsz, c_in, l_in, c_out, ksize, stride, padding, x.dtype, bias is not None,
                                 probes)
-    use_autotune = (AUTOTUNE if autotune is None else autotune) and config is None and x.is_cuda \
-        and not probes
     sms = _sm_count(x.device)
+    if path == "fused":
+        from case_studies.conv1d import fused
+
+        if not fused.fused_applies(c_in, l_in, ksize, stride, padding):
+            raise ValueError("the fused kernel needs stride 1 and K = 2 * padding + 1 (padding <= 8)")
+        cfg = fused.fit_fused_config(dict(fused.fused_config(x.dtype), **config), c_in, c_out)
+        wp = pack_weight(weight, use_cache, "kmajor" if cfg["W_KMAJOR"] else "gather")
+        b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
+        fused.launch(x, wp, b, y, meta, cfg, sms)
+        return y
+    wp = pack_weight(weight, use_cache)
+    b = bias.contiguous() if bias is not None else wp
+    use_autotune = (AUTOTUNE if autotune is None else autotune) and not config and x.is_cuda \
+        and not probes
     if use_autotune:
         _conv1d_autotuned[lambda m: (grid_size(n_total, c_out, m, sms),)](
             x, wp, b, y, n_total, **meta)
     else:
-        cfg = dict(fixed_config(), **(config or {}))
+        cfg = dict(fixed_config(), **config)
         kw = fit_config({k: cfg[k] for k in CONFIG_KEYS}, c_in, c_out)
         _conv1d_kernel[(grid_size(n_total, c_out, kw, sms),)](
             x, wp, b, y, n_total, **meta, **kw, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
