@@ -23,7 +23,7 @@ Loop structures (`BLOCK_D >= D`, the whole `X[b]` in one tile):
 * `PIPELINE=False`: `BLOCK_B` consecutive elements a program, the next one's load issued by hand before
   this one's products (registers, not shared memory).
 `TRANSPOSED=True` computes `T^T = Y^T X` and `out^T = T^T X^T`: X, as loaded, is then the B operand of
-both products (one shared-memory layout for both uses, which the pipeliner needs).
+both products (one shared-memory layout for both uses instead of two; fewer registers).
 """
 from __future__ import annotations
 
