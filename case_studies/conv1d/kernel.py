@@ -94,17 +94,15 @@ AUTOTUNE_SPACE = [
     # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, SHIFT_T, num_warps, num_stages
     # H200, production shape, L2 flushed (results/case_studies/conv1d/gpu_run4_tuning.json): the first
     # row won everywhere it was tuned (K = 1, 3, 5; fp16 and fp32): fp16 126 us (168 with SHIFT_T = 0),
-    # 64-position tiles 139-142, 256: 159, 32: 239; fp32 300 us (502 with SHIFT_T = 0). Dropped after the
-    # run before (gpu_run3_tuning.json): the software-pipelined C_in loop (201 us fp16, 887 fp32) and the
-    # persistent variants (212-283 us fp16; fp32 over the shared-memory limit).
+    # 64-position tiles 139-142, 256: 159, 32: 239; fp32 300 us (502 with SHIFT_T = 0), 256: 313. The
+    # list keeps the runners-up only (each config timed costs lease time); dropped: 32-position tiles
+    # (239 us), eviction hints (142), operands loaded a step ahead (140-143), 64 x 2 accumulators (191),
+    # one 128-wide accumulator (164 fp16, 690 fp32: gpu_run6_sweep2.json), and before that the
+    # software-pipelined C_in loop (201 us fp16, 887 fp32) and persistent variants (212-283 us fp16).
     (128, 32, 4, 32, 1, 0, 0, 1, 4, 1),
-    (128, 32, 4, 32, 1, 0, 0, 1, 8, 1),
-    (128, 32, 4, 32, 2, 0, 0, 1, 8, 1),  # operands loaded one step ahead
     (64, 32, 4, 32, 1, 0, 0, 1, 4, 1),
-    (64, 32, 4, 32, 2, 0, 0, 1, 4, 1),
+    (128, 32, 4, 32, 1, 0, 0, 1, 8, 1),
     (256, 32, 4, 32, 1, 0, 0, 1, 8, 1),
-    (32, 32, 4, 32, 1, 0, 0, 1, 2, 1),   # M = 32: mma.sync, many small programs (fp32's best before)
-    (64, 32, 4, 32, 1, 0, 1, 1, 4, 1),   # eviction hints
 ]
 CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T")
 
@@ -477,25 +475,30 @@ def launch_meta(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
                          UPCAST_DOT=_interpreter_bf16(dtype), INT64=big, PROBES=probes)
 
 
-# Which kernel: "fused" (channels-last staging, `fused.py`) wherever it applies (stride 1, L_out == L_in),
-# "gather" (this module's pointer kernel) elsewhere. PATHS lists what `path=` and `config["path"]` accept.
-PATHS = ("auto", "fused", "gather")
+# Which kernel (`path=` or `config["path"]`): "gather" (this module's pointer kernel), "cl" (x transposed
+# to channels-last by one Triton pass, then the TMA kernel of `tma.py`: every tap aligned, K-major
+# operands), "fused" (`fused.py`: the channels-last staging inside the kernel). "auto" takes what the H200
+# measured fastest: "cl" for fp32 where it applies, "gather" otherwise (results/case_studies/conv1d/).
+PATHS = ("auto", "gather", "cl", "fused")
 
 
-def choose_path(c_in: int, l_in: int, ksize: int, stride: int, padding: int) -> str:
-    from case_studies.conv1d.fused import fused_applies
+def choose_path(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: int, padding: int,
+                dtype: torch.dtype) -> str:
+    from case_studies.conv1d.tma import cl_applies
 
-    return "fused" if fused_applies(c_in, l_in, ksize, stride, padding) else "gather"
+    if dtype == torch.float32 and cl_applies(bsz, c_in, l_in, c_out, ksize, stride, padding, 4):
+        return "cl"
+    return "gather"
 
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
            padding: int = 0, *, config: dict | None = None, autotune: bool | None = None,
            use_cache: bool = True, probes: bool = False, path: str = "auto") -> torch.Tensor:
-    """Triton conv1d (groups 1, dilation 1). `path` (or `config["path"]`): "auto" (the fused kernel where
-    it applies, else the gather kernel), "fused", "gather". `config` pins the tiles of the chosen kernel
-    (gather: BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, num_warps, num_stages, missing keys from the
-    module constants, otherwise autotuned on a GPU when `AUTOTUNE`; fused: `fused.FUSED_CONFIG_KEYS`,
-    missing keys from `fused.fused_config`)."""
+    """Triton conv1d (groups 1, dilation 1). `path` (or `config["path"]`): see `PATHS`. `config` pins the
+    tiles of the chosen kernel (gather: `CONFIG_KEYS`, num_warps, num_stages, missing keys from the module
+    constants; cl: `tma.TMA_CONFIG_KEYS`, num_warps; fused: `fused.FUSED_CONFIG_KEYS`, num_warps);
+    otherwise gather and cl are autotuned on a GPU when `AUTOTUNE` (fused takes `fused.fused_config`)."""
+    pinned = config is not None     # an empty dict pins the module constants (no autotuning)
     config = dict(config or {})
     path = config.pop("path", path)
     if path not in PATHS:
@@ -513,11 +516,22 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if y.numel() == 0:
         return y
     if path == "auto":
-        path = choose_path(c_in, l_in, ksize, stride, padding)
+        path = choose_path(bsz, c_in, l_in, c_out, ksize, stride, padding, x.dtype)
     x = x.contiguous()
     n_total, meta = launch_meta(bsz, c_in, l_in, c_out, ksize, stride, padding, x.dtype, bias is not None,
                                 probes)
     sms = _sm_count(x.device)
+    use_autotune = (AUTOTUNE if autotune is None else autotune) and not pinned and x.is_cuda and not probes
+    if path == "cl":
+        from case_studies.conv1d import tma
+
+        if not tma.cl_applies(bsz, c_in, l_in, c_out, ksize, stride, padding, x.element_size()):
+            raise ValueError("the channels-last TMA path needs stride 1 and 16-byte rows of C_in")
+        wk = x.dtype == torch.float32
+        wp = pack_weight(weight, use_cache, "kmajor" if wk else "gather")
+        b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
+        tma.conv1d_cl(x, wp, b, y, meta, config, wk, sms, use_autotune)
+        return y
     if path == "fused":
         from case_studies.conv1d import fused
 
@@ -530,8 +544,6 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         return y
     wp = pack_weight(weight, use_cache)
     b = bias.contiguous() if bias is not None else wp
-    use_autotune = (AUTOTUNE if autotune is None else autotune) and not config and x.is_cuda \
-        and not probes
     if use_autotune:
         _conv1d_autotuned[lambda m: (grid_size(n_total, c_out, m, sms),)](
             x, wp, b, y, n_total, **meta)
@@ -544,9 +556,12 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def best_config() -> dict[str, dict]:
-    """What the autotuner chose so far, by key (for the benchmark log)."""
-    return {f"implicit_gemm {k}": {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
-            for k, c in _conv1d_autotuned.cache.items()}
+    """What the autotuners chose so far, by key (for the benchmark log)."""
+    from case_studies.conv1d import tma
+
+    out = {f"implicit_gemm {k}": {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
+           for k, c in _conv1d_autotuned.cache.items()}
+    return {**out, **tma.best_config()}
 
 
 class ModelNew(nn.Module):
