@@ -58,15 +58,16 @@ TMA_DEFAULT = {"BLOCK_L": 128, "BLOCK_CO": 32, "CO_SUB": 4, "BLOCK_CI": 32, "STA
 
 @triton.jit
 def _w_tile(w_ptr, k, ci, cj, C_IN: tl.constexpr, C_OUT: tl.constexpr, W_KMAJOR: tl.constexpr,
-            MASK_CO: tl.constexpr):
+            MASK_CO: tl.constexpr, MASK_CI: tl.constexpr):
     """Tap k's weights for channels ci x cj as `[BLOCK_CI, BLOCK_CO]`; packed `[K, C_in, C_out]`, or
-    `[K, C_out, C_in]` (W_KMAJOR: C_in-contiguous, the K-major B operand TF32 wgmma wants)."""
+    `[K, C_out, C_in]` (W_KMAJOR: C_in-contiguous, the K-major B operand TF32 wgmma wants). Channels past
+    C_in are masked: the x box reads zeros there, but 0 * (whatever lies past the weights) may be NaN."""
     if W_KMAJOR:
         ptrs = w_ptr + (k * C_OUT + cj)[None, :] * C_IN + ci[:, None]
     else:
         ptrs = w_ptr + (k * C_IN + ci)[:, None] * C_OUT + cj[None, :]
-    if MASK_CO:
-        w = tl.load(ptrs, mask=(cj < C_OUT)[None, :], other=0.0)
+    if MASK_CO or MASK_CI:
+        w = tl.load(ptrs, mask=(cj < C_OUT)[None, :] & (ci < C_IN)[:, None], other=0.0)
     else:
         w = tl.load(ptrs)
     return w
@@ -128,8 +129,8 @@ def _store(acc, b_ptr, y_ptr, y_desc, y_row, b, l0, c0,
 @triton.jit
 def _operands(x_desc, w_desc, w_ptr, b, l0, co0, c, k, C_IN: tl.constexpr, C_OUT: tl.constexpr,
               PAD: tl.constexpr, UPCAST_DOT: tl.constexpr, W_KMAJOR: tl.constexpr, W_TMA: tl.constexpr,
-              MASK_CO: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr,
-              BLOCK_CI: tl.constexpr, PROBES: tl.constexpr):
+              MASK_CO: tl.constexpr, MASK_CI: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr,
+              CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr, PROBES: tl.constexpr):
     """Step (c, k): the x box `[BLOCK_L, BLOCK_CI]` at rows l0 + k - pad (zeros outside [0, L)) and the
     CO_SUB weight tiles `[BLOCK_CI, BLOCK_CO]` (the unused slots repeat the first; never read)."""
     if PROBES:
@@ -145,7 +146,7 @@ def _operands(x_desc, w_desc, w_ptr, b, l0, co0, c, k, C_IN: tl.constexpr, C_OUT
     else:
         ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
         cj = co0 + tl.arange(0, BLOCK_CO)
-        w0 = _w_tile(w_ptr, k, ci, cj, C_IN, C_OUT, W_KMAJOR, MASK_CO)
+        w0 = _w_tile(w_ptr, k, ci, cj, C_IN, C_OUT, W_KMAJOR, MASK_CO, MASK_CI)
     w1 = w0
     w2 = w0
     w3 = w0
@@ -153,17 +154,17 @@ def _operands(x_desc, w_desc, w_ptr, b, l0, co0, c, k, C_IN: tl.constexpr, C_OUT
         if W_TMA:
             w1 = _w_desc_tile(w_desc, k, c, co0 + BLOCK_CO, C_IN, C_OUT, W_KMAJOR, BLOCK_CI)
         else:
-            w1 = _w_tile(w_ptr, k, ci, cj + BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO)
+            w1 = _w_tile(w_ptr, k, ci, cj + BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO, MASK_CI)
     if CO_SUB > 2:
         if W_TMA:
             w2 = _w_desc_tile(w_desc, k, c, co0 + 2 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, BLOCK_CI)
         else:
-            w2 = _w_tile(w_ptr, k, ci, cj + 2 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO)
+            w2 = _w_tile(w_ptr, k, ci, cj + 2 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO, MASK_CI)
     if CO_SUB > 3:
         if W_TMA:
             w3 = _w_desc_tile(w_desc, k, c, co0 + 3 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, BLOCK_CI)
         else:
-            w3 = _w_tile(w_ptr, k, ci, cj + 3 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO)
+            w3 = _w_tile(w_ptr, k, ci, cj + 3 * BLOCK_CO, C_IN, C_OUT, W_KMAJOR, MASK_CO, MASK_CI)
     if UPCAST_DOT:
         w0 = w0.to(tl.float32)
         w1 = w1.to(tl.float32)
@@ -219,6 +220,7 @@ def _conv1d_tma_kernel(
     N_GROUPS: tl.constexpr = (C_OUT + CO_GROUP - 1) // CO_GROUP
     N_LT: tl.constexpr = (L_OUT + BLOCK_L - 1) // BLOCK_L
     MASK_CO: tl.constexpr = C_OUT % CO_GROUP != 0
+    MASK_CI: tl.constexpr = C_IN % BLOCK_CI != 0
     N_CI: tl.constexpr = (C_IN + BLOCK_CI - 1) // BLOCK_CI
     STEPS: tl.constexpr = N_CI * KSIZE
 
@@ -255,8 +257,8 @@ def _conv1d_tma_kernel(
             l0 = (rest % N_LT) * BLOCK_L
             b = rest // N_LT
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
-                                          C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, BLOCK_L, BLOCK_CO,
-                                          CO_SUB, BLOCK_CI, PROBES)
+                                          C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
+                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES)
             acc0, acc1, acc2, acc3 = _mma4(acc0, acc1, acc2, acc3, a, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
                                            PROBES)
             if s == STEPS - 1:
@@ -273,8 +275,8 @@ def _conv1d_tma_kernel(
         b = rest // N_LT
         for s in tl.range(STEPS, num_stages=STAGES):
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
-                                          C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, BLOCK_L, BLOCK_CO,
-                                          CO_SUB, BLOCK_CI, PROBES)
+                                          C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
+                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES)
             acc0, acc1, acc2, acc3 = _mma4(acc0, acc1, acc2, acc3, a, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
                                            PROBES)
         _epilogue(acc0, acc1, acc2, acc3, b_ptr, y_ptr, y_desc, b, l0, co0, C_OUT, L_OUT, HAS_BIAS, INT64,

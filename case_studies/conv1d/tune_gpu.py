@@ -43,8 +43,8 @@ CANDIDATES = list(ck.AUTOTUNE_SPACE) + [
 
 
 def _cfg(t: tuple) -> dict[str, Any]:
-    *tiles, nw, ns = t
-    return {**dict(zip(ck.CONFIG_KEYS, tiles)), "num_warps": nw, "num_stages": ns}
+    *tiles, nw, ns = t   # gather-kernel tiles (fp32 would otherwise take the channels-last path)
+    return {**dict(zip(ck.CONFIG_KEYS, tiles)), "num_warps": nw, "num_stages": ns, "path": "gather"}
 
 
 def _time(fn: Any, *args: Any, rep_ms: float, **kwargs: Any) -> Any:
