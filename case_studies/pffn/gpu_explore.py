@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 log = logging.getLogger("pffn.gpu_explore")
+ROUND = 1
 SMOKE = not torch.cuda.is_available()   # a CPU dry run of the script's logic (interpreter, tiny shapes)
 DEV = "cpu" if SMOKE else "cuda"
 
@@ -65,8 +66,31 @@ CANDIDATES: dict[tuple[int, int], list[dict[str, int]]] = {
     (1024, 100): [fused(128, 64, 8, 2), split(128, 64, 2, 8, 2), split(64, 64, 4, 4, 1)],
     (1024, 200): [fused(128, 64, 8, 2), split(128, 64, 2, 8, 2), split(64, 64, 4, 4, 1)],
 }
+# Round 2 (after round 1 showed split-K at best level with the one-pass kernel and a profile with much
+# of each CTA's time outside the probed regions): the descriptor paths. TMA=0 takes block pointers for
+# the weights; IO_TMA=1 moves X and out through TMA boxes too.
+def io(cfg: dict[str, int], tma: int = 1, io_tma: int = 0) -> dict[str, int]:
+    return dict(cfg, TMA=tma, IO_TMA=io_tma)
+
+
+def variants(cfg: dict[str, int]) -> list[dict[str, int]]:
+    return [io(cfg, t, i) for t in (1, 0) for i in (0, 1)]
+
+
+ROUND2: dict[tuple[int, int], list[dict[str, int]]] = {
+    (64, 128): [*variants(fused(16, 128, 4, 2)), io(fused(16, 64, 4, 2), 0), io(split(16, 64, 4, 4, 1), 0),
+                io(split(16, 128, 2, 4, 1), 0)],
+    (256, 256): [*variants(fused(16, 64, 4, 2)), io(fused(32, 64, 4, 2), 0), io(fused(32, 64, 4, 2), 0, 1)],
+    (512, 256): variants(fused(32, 64, 4, 2)),
+    (1024, 256): variants(fused(128, 64, 8, 2)),
+    (4096, 256): [*variants(fused(128, 64, 8, 2)), io(fused(64, 64, 4, 1), 1, 1)],
+    (1024, 128): [io(fused(128, 64, 8, 2), 1, 1)],
+    (1024, 64): [io(fused(128, 64, 8, 2), 1, 1)],
+}
 CHECK_SHAPES = [(3, 5, 37, 64), (2, 33, 100, 256), (2, 70, 64, 48), (4, 40, 256, 256), (1, 19, 123, 48)]
 CHECK_CONFIGS = [split(16, 16, 2, 4, 1), split(32, 32, 4, 4, 1), split(64, 64, 4, 8, 1), split(16, 64, 2, 4, 2)]
+CHECK_CONFIGS2 = [io(fused(16, 16, 4, 2), 1, 1), io(fused(32, 32, 4, 2), 0, 1), io(fused(16, 32, 4, 2), 0, 0),
+                  io(fused(64, 64, 4, 1), 1, 1)]
 TOL = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-4, 1e-4)}
 
 
@@ -96,7 +120,7 @@ def checks() -> list[dict[str, Any]]:
     recs = []
     for shape in CHECK_SHAPES[:1] if SMOKE else CHECK_SHAPES:
         for dt in ("float16", "bfloat16", "float32"):
-            for cfg in CHECK_CONFIGS:
+            for cfg in CHECK_CONFIGS if ROUND == 1 else CHECK_CONFIGS2:
                 rec: dict[str, Any] = {"shape": shape, "dtype": dt, "config": cfg}
                 try:
                     errs = []
@@ -111,7 +135,7 @@ def checks() -> list[dict[str, Any]]:
     # CUDA-graph replay on fresh data, with plain calls of the same signature in between
     graph_cases = [((16, 64, 128, 256), split(16, 64, 4, 4, 1)), ((16, 256, 256, 256), split(32, 64, 4, 4, 1)),
                    ((3, 37, 100, 96), split(16, 32, 2, 4, 1))]
-    for shape, cfg in [] if SMOKE else graph_cases:
+    for shape, cfg in [] if SMOKE or ROUND == 2 else graph_cases:
         rec = {"shape": shape, "dtype": "float16", "config": cfg, "graph": True}
         try:
             static = _rand(*shape, "float16", 10)
@@ -168,6 +192,8 @@ def time_shape(b: int, d: int, cfgs: list[dict[str, int]]) -> dict[str, Any]:
     res["configs"] = rows
     for variant in ("fused", "split"):
         good = [r for r in rows if r.get("ok") and ("SPLIT_K" in r["config"]) == (variant == "split")]
+        if ROUND == 2:
+            good = [r for r in rows if r.get("ok")] if variant == "fused" else []
         if good:
             best = min(good, key=lambda r: r["graph_us"])
             res[f"best_{variant}"] = best
@@ -185,6 +211,11 @@ def probes(out: Path, best: dict[tuple[int, int], dict]) -> dict[str, Any]:
     pdir = out / "probes"
     pdir.mkdir(exist_ok=True)
     runs = [("fused_b64_d128", 64, 128, fused(16, 128, 4, 2)), ("fused_b4096_d256", 4096, 256, fused(128, 64, 8, 2))]
+    if ROUND == 2:
+        runs += [(f"r2_{n}", b, d, c) for n, b, d, c in (("io_b64_d128", 64, 128, io(fused(16, 128, 4, 2), 1, 1)),
+                                                         ("io_b4096_d256", 4096, 256, io(fused(128, 64, 8, 2), 1, 1)),
+                                                         ("bp_b64_d128", 64, 128, io(fused(16, 128, 4, 2), 0, 0)))]
+        best = {}
     if (64, 128) in best:
         runs.append(("split_b64_d128", 64, 128, best[(64, 128)]))
     if (256, 256) in best:
@@ -212,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--round", type=int, default=1, choices=(1, 2))
     args = ap.parse_args(argv)
+    global ROUND, CANDIDATES
+    ROUND = args.round
+    if ROUND == 2:
+        CANDIDATES = ROUND2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s",
@@ -224,11 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {"provenance": collect(), "note": "graph-replay medians (L2 flushed), fp16, N 16, K 256"}
 
     def save() -> None:
-        (out / "explore_splitk.json").write_text(json.dumps(res, indent=1, default=str))
+        name = "explore_splitk.json" if ROUND == 1 else "explore_descriptors.json"
+        (out / name).write_text(json.dumps(res, indent=1, default=str))
 
     jobs = [("pffn", params(b, d), "float16", cfg) for (b, d), cfgs in CANDIDATES.items() for cfg in cfgs]
     jobs += [("pffn", dict(zip("NBDK", s, strict=True)), dt, cfg) for s in CHECK_SHAPES
-             for dt in ("float16", "bfloat16", "float32") for cfg in CHECK_CONFIGS]
+             for dt in ("float16", "bfloat16", "float32") for cfg in (CHECK_CONFIGS if ROUND == 1 else CHECK_CONFIGS2)]
     warm = warm_compile_cache(jobs, timeout_s=45)
     res["warm"] = {"jobs": len(jobs), "failed": [w for w in warm if w[2]], "s": time.perf_counter() - t0}
     log.info("warm: %d jobs in %.0f s, %d failed", len(jobs), time.perf_counter() - t0, len(res["warm"]["failed"]))

@@ -21,7 +21,7 @@ difference is within one rounding of the dtype.
 
 Programs of one token are adjacent in launch order so that W1[n], W2[n] stay in L2 while they run.
 
-Probe regions (PROBES=True): `load_x`, `ffn1_gelu`, `ffn2`, `norm2_store`.
+Probe regions (PROBES=True): `load_x`, `make_desc`, `ffn1_gelu`, `ffn2`, `norm2_store`.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ import triton.language as tl
 from torch import nn
 
 from case_studies.common.launch import LaunchCache, aligned16
+from case_studies.pffn.gelu import gelu
 from case_studies.pffn.splitk import _pffn_splitk_kernel, workspace_shape
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
@@ -54,6 +55,10 @@ NUM_STAGES = 2
 AUTOTUNE_WARMUP_MS = 5
 AUTOTUNE_REP_MS = 20
 USE_TMA = True        # weights through TMA descriptors where tma_ok(); the block-pointer path otherwise
+IO_TMA = False        # X and out through TMA descriptors where their layout allows it
+# how erf is evaluated (gelu.py): 0 libdevice's erff, 1 an erfc fit, 2 the fit with PTX approximate reciprocal
+# and exp2 (the interpreter runs 1 instead). PFFN_FAST_GELU overrides it, also in the compile-warming workers.
+FAST_GELU = int(os.environ.get("PFFN_FAST_GELU", "2"))
 AUTOTUNE = True       # on a GPU, tune over autotune_configs(); the constants are the interpreter's config
 
 AUTOTUNE_SPACE = [
@@ -117,11 +122,6 @@ def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
 
 
 @triton.jit
-def _gelu(x):
-    return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-
-
-@triton.jit
 def _pffn_kernel(
     x_ptr, w1_ptr, w2_ptr, g1_ptr, g2_ptr, out_ptr,
     N, B, D, K, eps,
@@ -131,7 +131,7 @@ def _pffn_kernel(
     o_stride_n, o_stride_b, o_stride_d,
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
     D_SPLIT: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr,
-    PROBES: tl.constexpr = False,
+    PROBES: tl.constexpr = False, IO_TMA: tl.constexpr = False, FAST_GELU: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     n_bt = tl.cdiv(B, BLOCK_B)
@@ -152,19 +152,29 @@ def _pffn_kernel(
 
     if PROBES:
         pl.enter_scope("load_x")
-    x = tl.load(x_ptrs, mask=b_mask[:, None] & d_mask[None, :], other=0.0)           # [BLOCK_B, DH]
+    if IO_TMA:  # X tile by TMA, [1, BLOCK_B, DH] boxes of a 3-D view: rows past B and columns past D read 0
+        x_desc = tl.make_tensor_descriptor(x_ptr, shape=[N, B, D], strides=[x_stride_n, x_stride_b, 1],
+                                           block_shape=[1, BLOCK_B, DH])
+        x = tl.reshape(x_desc.load([tok, (pid % n_bt) * BLOCK_B, 0]), (BLOCK_B, DH))
+    else:
+        x = tl.load(x_ptrs, mask=b_mask[:, None] & d_mask[None, :], other=0.0)       # [BLOCK_B, DH]
     if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
         x = x.to(tl.float32)
     acc = tl.zeros((BLOCK_B, DH), dtype=tl.float32)
     if D_SPLIT == 2:
         d_mask2 = (DH + rd) < D
-        x2 = tl.load(x_ptrs + DH * x_stride_d, mask=b_mask[:, None] & d_mask2[None, :], other=0.0)
+        if IO_TMA:
+            x2 = tl.reshape(x_desc.load([tok, (pid % n_bt) * BLOCK_B, DH]), (BLOCK_B, DH))
+        else:
+            x2 = tl.load(x_ptrs + DH * x_stride_d, mask=b_mask[:, None] & d_mask2[None, :], other=0.0)
         if UPCAST_DOT:
             x2 = x2.to(tl.float32)
         acc2 = tl.zeros((BLOCK_B, DH), dtype=tl.float32)
     if PROBES:
         pl.exit_scope("load_x")
     ss1 = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    if PROBES:
+        pl.enter_scope("make_desc")
     if USE_TMA:
         w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
                                             block_shape=[DH, BLOCK_KC])
@@ -175,6 +185,8 @@ def _pffn_kernel(
         # compiler hoisted out of the loop cost up to 255 registers a thread, spilling from D 256 (ptxas)
         w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, 0), (DH, BLOCK_KC), (1, 0))
         w2_blk = tl.make_block_ptr(w2_base, (K, D), (w2_stride_k, w2_stride_d), (0, 0), (BLOCK_KC, DH), (1, 0))
+    if PROBES:
+        pl.exit_scope("make_desc")
     for k0 in range(0, K, BLOCK_KC):
         kk = k0 + rkc
         k_mask = kk < K
@@ -198,7 +210,7 @@ def _pffn_kernel(
         if not USE_TMA:
             w1_blk = tl.advance(w1_blk, (0, BLOCK_KC))
         # bmm's and gelu's outputs are in the input dtype in PyTorch; masked K columns give gelu(0) = 0
-        h = _gelu(a.to(dt).to(tl.float32)).to(dt).to(tl.float32)
+        h = gelu(a.to(dt).to(tl.float32), FAST_GELU).to(dt).to(tl.float32)
         ss1 += tl.sum(h * h, axis=1)
         g1 = tl.load(g1_ptr + kk, mask=k_mask, other=0.0).to(tl.float32)
         hg = (h * g1[None, :]).to(dt)
@@ -237,11 +249,21 @@ def _pffn_kernel(
         ss2 += tl.sum(o2 * o2, axis=1)
     inv2 = tl.rsqrt(ss2 / D + eps)
     g2 = tl.load(g2_ptr + rd, mask=d_mask, other=0.0).to(tl.float32)
-    tl.store(o_ptrs, (o * inv2[:, None] * g2[None, :]).to(dt), mask=b_mask[:, None] & d_mask[None, :])
+    if IO_TMA:  # the box store clips rows past B and columns past D
+        o_desc = tl.make_tensor_descriptor(out_ptr, shape=[N, B, D], strides=[o_stride_n, o_stride_b, 1],
+                                           block_shape=[1, BLOCK_B, DH])
+        o_desc.store([tok, (pid % n_bt) * BLOCK_B, 0],
+                     tl.reshape((o * inv2[:, None] * g2[None, :]).to(dt), (1, BLOCK_B, DH)))
+    else:
+        tl.store(o_ptrs, (o * inv2[:, None] * g2[None, :]).to(dt), mask=b_mask[:, None] & d_mask[None, :])
     if D_SPLIT == 2:
         g2b = tl.load(g2_ptr + DH + rd, mask=d_mask2, other=0.0).to(tl.float32)
-        tl.store(o_ptrs + DH * o_stride_d, (o2 * inv2[:, None] * g2b[None, :]).to(dt),
-                 mask=b_mask[:, None] & d_mask2[None, :])
+        if IO_TMA:
+            o_desc.store([tok, (pid % n_bt) * BLOCK_B, DH],
+                         tl.reshape((o2 * inv2[:, None] * g2b[None, :]).to(dt), (1, BLOCK_B, DH)))
+        else:
+            tl.store(o_ptrs + DH * o_stride_d, (o2 * inv2[:, None] * g2b[None, :]).to(dt),
+                     mask=b_mask[:, None] & d_mask2[None, :])
     if PROBES:
         pl.exit_scope("norm2_store")
 
@@ -260,7 +282,12 @@ _split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace r
 # Split-K (splitk.py) where the one-pass kernel leaves most SMs idle or re-reads the weights from L2 many
 # times: (max B, max D, config), first match wins; chosen from the H200 sweep in
 # results/case_studies/pffn/explore_splitk.json (graph replay, fp16, N 16, K 256).
-SPLIT_K_RULES: list[tuple[int, int, dict]] = []
+# B 64 D 128: 11.0 us against 13.3 for the autotuned one-pass kernel (explore_descriptors.json); B 256 D 256
+# and above: every split-K config was slower (explore_splitk.json). Block pointers for the weights here: the
+# in-kernel TMA descriptors cost 0.83 us of each warp's time at B 64 (Proton probe `make_desc`, 14%).
+SPLIT_K_RULES: list[tuple[int, int, dict]] = [
+    (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}),
+]
 
 
 def split_config(bsz: int, d: int) -> dict | None:
@@ -282,6 +309,10 @@ def tma_layout_ok(w1: torch.Tensor, w2: torch.Tensor, d_tile: int) -> bool:
     e = w1.element_size()
     return (w1.stride(2) == 1 and w2.stride(2) == 1 and d_tile <= 256
             and all((s * e) % 16 == 0 for s in (*w1.stride()[:2], *w2.stride()[:2])) and aligned16(w1, w2))
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def tma_ok(w1: torch.Tensor, w2: torch.Tensor, d_tile: int) -> bool:
@@ -315,7 +346,7 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
     if x.is_cuda:
         key = (x.shape, w1.shape, x.stride(), w1.stride(), w2.stride(), g1.stride(), g2.stride(), x.dtype,
                w1.dtype, w2.dtype, g1.dtype, g2.dtype, g1.shape, g2.shape, w2.shape, eps,
-               torch.cuda.current_device(), aligned16(x, w1, w2, g1, g2), autotune, probes,
+               torch.cuda.current_device(), aligned16(x, w1, w2, g1, g2), autotune, probes, FAST_GELU,
                None if config is None else tuple(sorted(config.items())))
         plan = _plans.plans.get(key) or _split_plans.plans.get(key)
         if plan is not None:
@@ -340,20 +371,27 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
                                   *w2.stride(), *out.stride()), strict=True))
     d_pow2 = max(16, triton.next_power_of_2(d))
     d_split = 2 if d_pow2 > 256 else 1
-    use_tma = USE_TMA and tma_ok(w1, w2, d_pow2 // d_split)
-    if use_tma:
+    if "BLOCK_B" not in (config or {}) and x.is_cuda and d_split == 1 and (AUTOTUNE if autotune is None else autotune):
+        config = {**(split_config(bsz, d) or {}), **(config or {})} or None   # a config without tiles keeps the rule
+    # besides tiles, a config may set "SPLIT_K" (> 1: splitk.py), "TMA" (weights) and "IO_TMA" (X and out:
+    # the descriptor paths; default TMA for the weights where the layout allows it, pointers for X and out),
+    # "FAST_GELU" (gelu.py)
+    cfg_in = config or {}
+    use_tma = bool(cfg_in.get("TMA", USE_TMA)) and tma_ok(w1, w2, d_pow2 // d_split)
+    io_tma = bool(cfg_in.get("IO_TMA", IO_TMA)) and tma_ok(x, out, d_pow2 // d_split)   # same rules as W
+    if use_tma or io_tma:
         _ensure_allocator()
     meta = dict(D_POW2=d_pow2, D_SPLIT=d_split, PROBES=probes, USE_TMA=use_tma,
+                FAST_GELU=min(int(cfg_in.get("FAST_GELU", FAST_GELU)), 1 if _interpreting() else 2),
                 UPCAST_DOT=x.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
                 # fp32 inputs: full-precision products (tl.dot would use TF32 and miss fp32's tolerance)
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32")
-    if config is None and x.is_cuda and d_split == 1 and (AUTOTUNE if autotune is None else autotune):
-        config = split_config(bsz, d)
     if config is not None and config.get("SPLIT_K", 1) > 1 and d_split == 1 and not (
             x.is_cuda and torch.cuda.is_current_stream_capturing()):
         # (a first call inside a graph capture cannot zero the counters: the one-pass kernel runs then)
         return _launch_split(named, meta, dict(fixed_config(), **config), out, key)
-    config = None if config is None else {k: v for k, v in config.items() if k != "SPLIT_K"}
+    meta["IO_TMA"] = io_tma
+    config = {k: v for k, v in cfg_in.items() if k not in ("SPLIT_K", "TMA", "IO_TMA", "FAST_GELU")} or None
     if (AUTOTUNE if autotune is None else autotune) and config is None and x.is_cuda and not probes:
         compiled = _pffn_autotuned[lambda m: (n_tok * triton.cdiv(bsz, m["BLOCK_B"]),)](**named, **meta)
         best = _pffn_autotuned.best_config

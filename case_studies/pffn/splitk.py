@@ -25,17 +25,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from case_studies.pffn.gelu import gelu
+
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
 
     pl.enable_semantic("triton")
 except Exception:  # pragma: no cover - depends on the triton build
     pl = None
-
-
-@triton.jit
-def _gelu(x):
-    return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
 
 
 @triton.jit
@@ -48,7 +45,7 @@ def _pffn_splitk_kernel(
     o_stride_n, o_stride_b, o_stride_d,
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr, SPLIT_K: tl.constexpr,
-    PROBES: tl.constexpr = False,
+    PROBES: tl.constexpr = False, FAST_GELU: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     split = pid % SPLIT_K                   # the splits of one tile are adjacent: they finish together
@@ -98,7 +95,7 @@ def _pffn_splitk_kernel(
             w1 = w1.to(tl.float32)
         a = tl.dot(x, w1, input_precision=DOT_PRECISION)                              # [BLOCK_B, BLOCK_KC]
         # bmm's and gelu's outputs are in the input dtype in PyTorch; masked K columns give gelu(0) = 0
-        h = _gelu(a.to(dt).to(tl.float32)).to(dt).to(tl.float32)
+        h = gelu(a.to(dt).to(tl.float32), FAST_GELU).to(dt).to(tl.float32)
         ss1 += tl.sum(h * h, axis=1)
         g1 = tl.load(g1_ptr + kk, mask=k_mask, other=0.0).to(tl.float32)
         hg = (h * g1[None, :]).to(dt)

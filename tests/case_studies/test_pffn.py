@@ -10,11 +10,14 @@ import json  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from case_studies.common.results import write_rows  # noqa: E402
 from case_studies.pffn import kernel, spec  # noqa: E402
 from case_studies.pffn.dispatch import PFFNDispatcher  # noqa: E402
 from case_studies.pffn.dispatch import pffn as dispatched_pffn  # noqa: E402
+from case_studies.pffn.gelu import gelu  # noqa: E402
 from case_studies.pffn.reference import pffn_reference  # noqa: E402
 
 # (dtype, atol, rtol) on RMS-normalized outputs of order 1
@@ -126,3 +129,57 @@ def test_dispatcher_uses_recorded_wins_only(tmp_path):
 def test_dispatched_op_on_cpu_is_pytorch():
     ts = _inputs((2, 5, 8, 16), torch.float32)
     torch.testing.assert_close(dispatched_pffn(*ts), pffn_reference(*ts))
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("shape,cfg", [
+    ((2, 20, 64, 48), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}),            # ragged B tile, 3 chunks
+    ((3, 5, 37, 64), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 4}),             # one chunk a split
+    ((1, 17, 123, 48), {"BLOCK_B": 16, "BLOCK_KC": 32, "SPLIT_K": 2}),           # ragged last K chunk
+    ((2, 33, 100, 256), {"BLOCK_B": 32, "BLOCK_KC": 64, "SPLIT_K": 4, "num_stages": 1}),
+])
+def test_split_k_matches_reference(shape, cfg, dtype, atol, rtol):
+    """splitk.py: partial products per K split, the last split (by ticket) reduces, normalizes, stores.
+    Three calls in a row on fresh data: the counters must be back at zero after each."""
+    for seed in range(3):
+        ts = _inputs(shape, dtype, seed)
+        _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+
+
+def test_split_k_tma_path_in_the_interpreter(monkeypatch):
+    monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
+    ts = _inputs((2, 20, 64, 48), torch.float16)
+    _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}), pffn_reference(*ts), 1e-2, 1e-2)
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
+def test_io_tma_and_gelu_variants(monkeypatch, dtype, atol, rtol):
+    """X and out through TMA boxes (rows past B, columns past D clipped), and both erf evaluations the
+    interpreter can run (FAST_GELU 0: libdevice erff, 1: the erfc fit; 2 differs only in PTX rcp/ex2)."""
+    monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
+    for shape in ((2, 37, 64, 48), (1, 18, 320, 32)):
+        ts = _inputs(shape, dtype)
+        ref = pffn_reference(*ts)
+        for extra in ({"IO_TMA": 1}, {"IO_TMA": 1, "TMA": 0}, {"FAST_GELU": 0}, {"FAST_GELU": 1}):
+            _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, **extra}), ref, atol, rtol)
+
+
+@triton.jit
+def _gelu_kernel(x_ptr, o_ptr, n, FAST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(o_ptr + offs, gelu(tl.load(x_ptr + offs, mask=offs < n, other=0.0), FAST), mask=offs < n)
+
+
+def test_gelu_fit_matches_exact_gelu():
+    """The erfc fit (gelu.py), in the interpreter on fp32, against float64's exact GELU on every fp16 input."""
+    x = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.float16).float()
+    x = x[torch.isfinite(x) & (x.abs() < 20)]
+    out = torch.empty_like(x)
+    _gelu_kernel[(triton.cdiv(x.numel(), 4096),)](x, out, x.numel(), FAST=1, BLOCK=4096)
+    exact = torch.nn.functional.gelu(x.double())
+    assert (out.double() - exact).abs().max() < 5e-7          # PyTorch's fp32 F.gelu: 3.8e-7
+
+
+def test_split_rules_pick_split_k_only_where_measured():
+    assert kernel.split_config(64, 128)["SPLIT_K"] == 2
+    assert kernel.split_config(256, 256) is None and kernel.split_config(64, 256) is None
