@@ -20,7 +20,11 @@ L2: DRAM sees x once and y once, like the floor counts. Positions are flattened 
 waste at L = 200); the mask `0 <= l + k - padding < L` keeps taps inside their example.
 
 Applies to stride 1 and `L_out == L_in` (K = 2 * padding + 1, what the production shapes use), padding
-at most HALO; `kernel.conv1d` takes the pointer kernel everywhere else.
+at most HALO. Opt-in only (`path="fused"`): measured on the H200 it is correct and vectorized but slower
+than the gather kernel, 175 us fp16 (126) and 295 us fp32 (300; the channels-last path 267), with 37 % of
+its probe cycles in the staging (results/case_studies/conv1d/gpu_run5_sweep.json, proton/fused_probes).
+
+Probe regions (PROBES=True): `stage_x`, `load_x`, `load_w`, `mma`, `epilogue`.
 """
 from __future__ import annotations
 

@@ -1,32 +1,32 @@
-"""conv1d on Hopper: the implicit GEMM of `kernel.py` with its x taps read by the tensor-memory accelerator.
+"""conv1d on Hopper from channels-last x: the implicit GEMM with every operand read by the tensor-memory
+accelerator (the "cl" path of `kernel.conv1d`, fp32's default).
 
-    y[b, co, l] = bias[co] + sum_{ci, k} w[co, ci, k] * x[b, ci, l + k - padding]      (stride 1)
+    y[b, co, l] = bias[co] + sum_{ci, k} w[co, ci, k] * xt[b, l + k - padding, ci]      (stride 1)
 
-Why: in the pointer kernel (`kernel.py`) the unshifted tap is a 16-byte vector load but the taps shifted by
-`k - padding` cannot be 16-byte aligned and stay 2-byte loads; at the production shape each shifted tap
-cost about 30-55 us of the 127 us (K = 1 ran 60 us, K = 5 185 us). A TMA box may start at any element
-(only the base and the row stride must be 16-byte aligned, L = 200 fp16 rows are 400 bytes) and the
-hardware zero-fills what falls outside the tensor, which is exactly the convolution's zero padding. So
-every tap is one asynchronous box copy into shared memory, software-pipelined over the (C_in chunk, tap)
-steps, and the dot reads it from there.
+Why channels-last: in x `[B, C_in, L]` the taps shifted by `k - padding` move along the contiguous axis,
+so they can never be 16-byte aligned: the gather kernel reads them with 2-byte loads, and a TMA box cannot
+start there either (the innermost box coordinate must be 16-byte aligned; an unaligned one is an illegal
+instruction on Hopper: what killed this case study's first TMA attempt, see tile-ai/tilelang#2681; the
+interpreter asserts it too). In xt `[B, L, C_in]` the shift moves whole rows, an outer dimension, where a
+box may start anywhere and rows outside `[0, L)` are zero-filled by the hardware (the padding). Both dot
+operands are then C_in-contiguous: the K-major layout TF32 wgmma requires, so fp32 tiles are no longer
+transposed on their way to the tensor cores.
 
-A program owns BLOCK_L output positions of one example (x viewed as `[B * C_in, L]`, the box `[BLOCK_CI,
-BLOCK_L]` at row `b * C_in + ci0`, column `l0 + k - padding`) and all C_out channels as CO_SUB
-accumulators of BLOCK_CO (3 x 32 for 96: `tl.dot` wants powers of two). Tiles do not cross examples, so
-L = 200 computes 256 positions with BLOCK_L 64/128/256 (28 % of the MMAs wasted; the tensor cores are far
-from busy, the out-of-range box columns cost no memory traffic).
+`to_channels_last` makes xt in one Triton pass (at copy speed on the H200: 87 us for the fp32 production
+shape); `_conv1d_tma_kernel` then takes, per program, BLOCK_L positions of one example and CO_SUB
+accumulators of BLOCK_CO channels, loops over (C_in chunk, tap) steps software-pipelined (STAGES), with
+the weights by pointer loads or by TMA (W_TMA), y by pointer or TMA stores (TMA_STORE), and optionally a
+persistent grid whose (tile, step) loop is one flat loop (PERSIST programs per SM), so the next tile's
+boxes load while this tile finishes. Tiles do not cross examples: L = 200 computes 256 positions (28 %
+of the MMAs on padding; the out-of-range box rows cost no memory traffic).
 
-`X_CL`: x already channels-last `[B, L, C_in]` (3-D descriptor, box `[1, BLOCK_L, BLOCK_CI]`): the A
-operand is then C_in-contiguous, the K-major layout TF32 wgmma requires (a position-contiguous fp32 tile
-is transposed on its way to the tensor cores).
+Measured on the H200 (results/case_studies/conv1d/): fp32 production 267 us end to end (transpose 87 +
+kernel 174) against the gather kernel's 300; fp16 148 us at best against 126, so fp16 keeps the gather path.
 
-Applies to stride 1, contiguous x with 16-byte aligned rows, C_in a multiple of the C_in step (a box must
-not reach into the next example's channels) and B * C_in < 2^31 (TMA coordinates are 32-bit);
-`kernel.conv1d` takes the pointer kernel everywhere else.
+Applies to stride 1, 16-byte C_in rows, 32-bit TMA coordinates (`tma_applies`).
+Probe regions (PROBES=True): `load_x`, `load_w`, `mma`, `epilogue`.
 """
 from __future__ import annotations
-
-import os
 
 import torch
 import triton
@@ -429,7 +429,3 @@ def conv1d_cl(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tenso
 def best_config() -> dict[str, dict]:
     return {f"channels_last {k}": {**c.kwargs, "num_warps": c.num_warps}
             for k, c in _conv1d_tma_autotuned.cache.items()}
-
-
-def interpreter() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
