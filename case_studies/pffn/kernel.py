@@ -69,6 +69,10 @@ AUTOTUNE_SPACE = [
     # 132.3); D 512 only fits 32-row tiles (93.5 us there: slower than PyTorch).
     (16, 128, 4, 2), (16, 64, 4, 2), (16, 64, 8, 2), (32, 32, 4, 3), (32, 64, 4, 2),
     (128, 64, 8, 2), (128, 32, 8, 2), (32, 32, 8, 2),
+    # added with the erfc-fit GELU, which shortens the K loop's ALU work (gelu.py): near the best at B 4096
+    # before it (64-row tiles, two CTAs an SM: 95.4-97.6 us; 128 x 32 x 3 stages: 99.7), and a deeper
+    # weight pipeline for the 16-row tiles of B 256 (3 x 64 KB of chunks in flight)
+    (64, 64, 4, 1), (128, 32, 8, 3), (16, 64, 4, 3),
 ]
 REG_BUDGET = 256      # estimated 32-bit registers a thread for the live tiles (tile_registers)
 SMEM_BUDGET = 200 * 1024
@@ -115,7 +119,11 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> l
 
 
 def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
-    """The autotune configs the pruner keeps for a shape (`N`, `B`, `D`, `K`), as config dicts."""
+    """The configs a call of this shape (`N`, `B`, `D`, `K`) launches or tunes over: the split-K rule's, or
+    the autotune configs the pruner keeps, as config dicts."""
+    rule = split_config(params["B"], params["D"]) if params["D"] <= 256 else None
+    if rule is not None:
+        return [rule]
     return [{**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
             for c in prune_configs(autotune_configs(), {}, **params,
                                    D_POW2=max(16, triton.next_power_of_2(params["D"])))]
