@@ -43,7 +43,7 @@ BENCHMARK = {
                                    _shape("stride2", B=2048, K=3, stride=2)],
          "dtypes": ["float16"], "contenders": ["eager", "conv2d_eager", "triton"], "modes": MODES},
         # inductor's max-autotune takes tens of seconds a shape: measured last, under the run's time budget
-        {"name": "max_autotune", "shapes": [_shape("production")], "dtypes": ["float16"],
+        {"name": "max_autotune", "shapes": [_shape("production")], "dtypes": ["float16", "float32"],
          "contenders": ["eager", "conv2d_compile_max_autotune"], "modes": ["plain", "graph"]},
     ],
 }

@@ -48,6 +48,8 @@ import triton
 import triton.language as tl
 from torch import nn
 
+from case_studies.common.launch import LaunchCache, aligned16
+
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
 
@@ -496,13 +498,45 @@ def choose_path(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
     return "gather"
 
 
+# Plain launches of the gather kernel through `case_studies/common/launch.py`: at B 256 Triton's Python
+# launch path (autotuner key, argument binding) cost more than the kernel (85 us plain against 28.5 us as
+# a CUDA graph, results/case_studies/conv1d/bench.csv at ead6c8c).
+_plans = LaunchCache(_conv1d_kernel, n_tensors=4)
+PLAN_CACHE = True      # False: every call through Triton's own launch path (for measuring it)
+
+
+def plan_key(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride: int, padding: int,
+             config: dict | None, autotune: bool | None, use_cache: bool, probes: bool,
+             path: str) -> tuple | None:
+    """The call signature a recorded gather launch is valid for, or None where no plan applies (CPU,
+    non-contiguous x or bias: those take the full path). Covers everything the compiled kernel was
+    specialized on: shapes (constexprs), dtype, device, pointer alignment, bias presence, the options.
+    The weight's values are not in it: the packed weight is looked up (`pack_weight`) on every call."""
+    if not (PLAN_CACHE and x.is_cuda and x.is_contiguous()) or (bias is not None and not bias.is_contiguous()):
+        return None
+    cfg = None if config is None else tuple(sorted(config.items()))
+    return (x.shape, x.dtype, weight.shape, weight.dtype, None if bias is None else bias.dtype, stride, padding,
+            torch.cuda.current_device(), aligned16(x) if bias is None else aligned16(x, bias),
+            cfg, autotune, use_cache, probes, path, AUTOTUNE)
+
+
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
            padding: int = 0, *, config: dict | None = None, autotune: bool | None = None,
            use_cache: bool = True, probes: bool = False, path: str = "auto") -> torch.Tensor:
     """Triton conv1d (groups 1, dilation 1). `path` (or `config["path"]`): see `PATHS`. `config` pins the
     tiles of the chosen kernel (gather: `CONFIG_KEYS`, num_warps, num_stages, missing keys from the module
     constants; cl: `tma.TMA_CONFIG_KEYS`, num_warps; fused: `fused.FUSED_CONFIG_KEYS`, num_warps);
-    otherwise gather and cl are autotuned on a GPU when `AUTOTUNE` (fused takes `fused.fused_config`)."""
+    otherwise gather and cl are autotuned on a GPU when `AUTOTUNE` (fused takes `fused.fused_config`).
+
+    On a GPU the first gather launch of a call signature goes through Triton and is recorded; later calls
+    with that signature allocate y, look up the packed weight and call the compiled launcher directly."""
+    key = plan_key(x, weight, bias, stride, padding, config, autotune, use_cache, probes, path)
+    plan = None if key is None else _plans.plans.get(key)
+    if plan is not None:
+        wp = pack_weight(weight, use_cache)
+        y = x.new_empty((x.shape[0], weight.shape[0], plan.config["L_OUT"]))
+        plan.launch((x, wp, wp if bias is None else bias, y))
+        return y
     pinned = config is not None     # an empty dict pins the module constants (no autotuning)
     config = dict(config or {})
     path = config.pop("path", path)
@@ -550,13 +584,20 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     wp = pack_weight(weight, use_cache)
     b = bias.contiguous() if bias is not None else wp
     if use_autotune:
-        _conv1d_autotuned[lambda m: (grid_size(n_total, c_out, m, sms),)](
+        compiled = _conv1d_autotuned[lambda m: (grid_size(n_total, c_out, m, sms),)](
             x, wp, b, y, n_total, **meta)
+        best = _conv1d_autotuned.best_config
+        kw, nw, ns = dict(best.kwargs), best.num_warps, best.num_stages
     else:
         cfg = dict(fixed_config(), **config)
         kw = fit_config({k: cfg[k] for k in CONFIG_KEYS}, c_in, c_out)
-        _conv1d_kernel[(grid_size(n_total, c_out, kw, sms),)](
-            x, wp, b, y, n_total, **meta, **kw, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+        nw, ns = cfg["num_warps"], cfg["num_stages"]
+        compiled = _conv1d_kernel[(grid_size(n_total, c_out, kw, sms),)](
+            x, wp, b, y, n_total, **meta, **kw, num_warps=nw, num_stages=ns)
+    if key is not None:
+        named = dict(x_ptr=x, w_ptr=wp, b_ptr=b, y_ptr=y, n_total=n_total, **meta, **kw)
+        _plans.record(key, compiled, (grid_size(n_total, c_out, kw, sms),), named,
+                      {**kw, "num_warps": nw, "num_stages": ns, "L_OUT": meta["L_OUT"]})
     return y
 
 

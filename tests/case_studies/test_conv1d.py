@@ -279,6 +279,45 @@ def test_dispatched_op_on_cpu_is_pytorch():
     torch.testing.assert_close(dispatched_conv1d(x, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1))
 
 
+def test_launch_plan_key_and_recorded_tail(monkeypatch):
+    """The plain-launch plan of the gather kernel: no key on the CPU or for non-contiguous inputs; a key
+    that changes with everything the kernel was compiled for; the recorded argument tail in the order of
+    the kernel's signature."""
+    import inspect
+
+    from case_studies.common.launch import kernel_arg_values
+
+    x, w, b = _inputs(SHAPES[0], torch.float16)
+    assert kernel.plan_key(x, w, b, 1, 1, None, None, True, False, "auto") is None    # CPU: no plan
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    key = kernel.plan_key(x, w, b, 1, 1, None, None, True, False, "auto")
+    assert key is not None
+    assert kernel.plan_key(x.transpose(1, 2).contiguous().transpose(1, 2), w, b, 1, 1, None, None, True,
+                           False, "auto") is None
+    variants = [kernel.plan_key(x, w, None, 1, 1, None, None, True, False, "auto"),
+                kernel.plan_key(x, w, b, 2, 1, None, None, True, False, "auto"),
+                kernel.plan_key(x.float(), w.float(), b.float(), 1, 1, None, None, True, False, "auto"),
+                kernel.plan_key(x[:1], w, b, 1, 1, None, None, True, False, "auto"),
+                kernel.plan_key(x, w, b, 1, 1, {"BLOCK_N": 64}, None, True, False, "auto"),
+                kernel.plan_key(x, w, b, 1, 1, None, None, True, True, "auto"),
+                kernel.plan_key(x, w, b[1:], 1, 1, None, None, True, False, "auto"),   # misaligned bias
+                kernel.plan_key(x, w, b.float(), 1, 1, None, None, True, False, "auto")]
+    assert len({key, *variants}) == len(variants) + 1
+
+    jit = kernel._conv1d_kernel
+    params = inspect.signature(jit.fn).parameters
+    named = {name: i for i, (name, p) in enumerate(params.items()) if p.default is inspect.Parameter.empty}
+
+    class Compiled:                                         # what Triton returns on a GPU
+        packed_metadata = (4, 1, 0)
+
+    cache = kernel.LaunchCache(jit, n_tensors=4)
+    plan = cache.record(key, Compiled(), (9,), named, {"L_OUT": 123})
+    assert plan.grid == (9, 1, 1) and plan.tail == tuple(kernel_arg_values(jit, named)[4:])
+    assert plan.tail[-1] is False                           # PROBES' default
+
+
 def test_dispatcher_follows_the_recorded_h200_table():
     """Every measured (shape, dtype, launch mode): the kernel exactly where it beat eager, and never a
     dispatched call slower than 0.98x eager."""
