@@ -509,10 +509,12 @@ def plan_key(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, s
              config: dict | None, autotune: bool | None, use_cache: bool, probes: bool,
              path: str) -> tuple | None:
     """The call signature a recorded gather launch is valid for, or None where no plan applies (CPU,
-    non-contiguous x or bias: those take the full path). Covers everything the compiled kernel was
+    non-contiguous x or bias, probe builds: those take the full path). Covers everything the compiled kernel was
     specialized on: shapes (constexprs), dtype, device, pointer alignment, bias presence, the options.
     The weight's values are not in it: the packed weight is looked up (`pack_weight`) on every call."""
     if not (PLAN_CACHE and x.is_cuda and x.is_contiguous()) or (bias is not None and not bias.is_contiguous()):
+        return None
+    if probes:   # an instrumented build is compiled inside the Proton session: always Triton's own path
         return None
     cfg = None if config is None else tuple(sorted(config.items()))
     return (x.shape, x.dtype, weight.shape, weight.dtype, None if bias is None else bias.dtype, stride, padding,
