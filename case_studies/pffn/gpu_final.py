@@ -51,7 +51,7 @@ def profile(out: Path) -> str:
                 torch.cuda.synchronize()
             kern = profiling.summarize(profiling.load(pdir / f"{name}_kernels.hatchet"))
             probes = profiling.summarize(profiling.load(pdir / f"{name}_probes.hatchet", on_error="warn"))
-            lines.append(f"## {name} (fp16, N 16, K 256), config {cfg or pk.split_config(b, d)}\n{kern}\n{probes}\n")
+            lines.append(f"## {name} (fp16, N 16, K 256), config {cfg or pk.rule_config(b, d)}\n{kern}\n{probes}\n")
         except Exception as e:  # the benchmark's results stand without the profile: report, go on
             lines.append(f"## {name}: profile failed: {type(e).__name__}: {e}"[:800])
         log.info("%s", lines[-1])

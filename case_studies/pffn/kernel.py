@@ -121,7 +121,7 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> l
 def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
     """The configs a call of this shape (`N`, `B`, `D`, `K`) launches or tunes over: the split-K rule's, or
     the autotune configs the pruner keeps, as config dicts."""
-    rule = split_config(params["B"], params["D"]) if params["D"] <= 256 else None
+    rule = rule_config(params["B"], params["D"]) if params["D"] <= 256 else None
     if rule is not None:
         return [rule]
     return [{**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
@@ -277,9 +277,15 @@ def _pffn_kernel(
 
 
 def _autotune_bench(fn, quantiles):
-    """A short do_bench for tuning: the device lease pays for every config timed (differences under a
-    few percent are not resolved at this length; the recorded benchmark re-times the winner properly)."""
-    return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
+    """Each config timed as CUDA-graph replays. With ordinary launches the autotuner's own launch path
+    (tens of microseconds of Python a call) is slower than these kernels at B <= 1024, so do_bench timed
+    the host and the pick was noise: at B 256 D 256 fp16 it chose a config measured at 29.5 us over one at
+    18.3 (results/case_studies/pffn/final_checks.json, bench.csv at 41c9593). Short: the device lease pays
+    for every config timed; the recorded benchmark re-times the winner properly."""
+    try:
+        return triton.testing.do_bench_cudagraph(fn, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
+    except RuntimeError:   # a config that cannot be captured is timed the ordinary way
+        return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
 
 
 _pffn_autotuned = triton.autotune(configs=autotune_configs(), key=["B", "D", "K"], do_bench=_autotune_bench,
@@ -287,20 +293,25 @@ _pffn_autotuned = triton.autotune(configs=autotune_configs(), key=["B", "D", "K"
 _plans = LaunchCache(_pffn_kernel, n_tensors=6)
 _split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace rides in the plan's tail
 
-# Split-K (splitk.py) where the one-pass kernel leaves most SMs idle or re-reads the weights from L2 many
-# times: (max B, max D, config), first match wins; chosen from the H200 sweep in
+# Pinned configs by shape: (max B, max D, config), first match wins. Split-K (splitk.py) where the one-pass
+# kernel leaves most SMs idle or re-reads the weights from L2 many times; chosen from the H200 sweep in
 # results/case_studies/pffn/explore_splitk.json (graph replay, fp16, N 16, K 256).
 # B 64 D 128: 11.0 us against 13.3 for the autotuned one-pass kernel (explore_descriptors.json); B 256 D 256
 # and above: every split-K config was slower (explore_splitk.json). Block pointers for the weights here: the
 # in-kernel TMA descriptors cost 0.83 us of each warp's time at B 64 (Proton probe `make_desc`, 14%).
-SPLIT_K_RULES: list[tuple[int, int, dict]] = [
+# B 256 D 256: the one-pass kernel with 16-row tiles, 64-wide K chunks, 4 warps, 2 stages measured 18.3-18.4
+# us in three exploration calls (explore_tiles.json, explore_splitk.json, explore_descriptors.json) and
+# was the bf16 autotuner's pick in the final run (17.8 us); pinned so that a noisy tuning run cannot pick
+# otherwise (the fp16 tuner picked 32 x 32 x 8 warps there: 29.1 us).
+SHAPE_RULES: list[tuple[int, int, dict]] = [
     (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}),
+    (256, 256, {"BLOCK_B": 16, "BLOCK_KC": 64, "num_warps": 4, "num_stages": 2}),
 ]
 
 
-def split_config(bsz: int, d: int) -> dict | None:
-    """The split-K config for a shape, or None for the one-pass kernel."""
-    for b_max, d_max, cfg in SPLIT_K_RULES:
+def rule_config(bsz: int, d: int) -> dict | None:
+    """The pinned config for a shape (split-K where it has `SPLIT_K`), or None: autotuned one-pass kernel."""
+    for b_max, d_max, cfg in SHAPE_RULES:
         if bsz <= b_max and d <= d_max:
             return dict(cfg)
     return None
@@ -380,7 +391,7 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
     d_pow2 = max(16, triton.next_power_of_2(d))
     d_split = 2 if d_pow2 > 256 else 1
     if "BLOCK_B" not in (config or {}) and x.is_cuda and d_split == 1 and (AUTOTUNE if autotune is None else autotune):
-        config = {**(split_config(bsz, d) or {}), **(config or {})} or None   # a config without tiles keeps the rule
+        config = {**(rule_config(bsz, d) or {}), **(config or {})} or None   # a config without tiles keeps the rule
     # besides tiles, a config may set "SPLIT_K" (> 1: splitk.py), "TMA" (weights) and "IO_TMA" (X and out:
     # the descriptor paths; default TMA for the weights where the layout allows it, pointers for X and out),
     # "FAST_GELU" (gelu.py)

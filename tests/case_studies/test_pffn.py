@@ -180,6 +180,9 @@ def test_gelu_fit_matches_exact_gelu():
     assert (out.double() - exact).abs().max() < 5e-7          # PyTorch's fp32 F.gelu: 3.8e-7
 
 
-def test_split_rules_pick_split_k_only_where_measured():
-    assert kernel.split_config(64, 128)["SPLIT_K"] == 2
-    assert kernel.split_config(256, 256) is None and kernel.split_config(64, 256) is None
+def test_shape_rules_pick_split_k_only_where_measured():
+    assert kernel.rule_config(64, 128)["SPLIT_K"] == 2
+    pinned = kernel.rule_config(256, 256)                   # the one-pass config measured best at B 256
+    assert "SPLIT_K" not in pinned and pinned["BLOCK_B"] == 16 and pinned["BLOCK_KC"] == 64
+    assert "SPLIT_K" not in kernel.rule_config(64, 256)
+    assert kernel.rule_config(512, 256) is None and kernel.rule_config(256, 512) is None
