@@ -137,3 +137,23 @@ def bench_graph(fn: Callable[[], object], **kw: object) -> Timing:
         raise RuntimeError("CUDA-graph timing needs a CUDA device")
     g = capture_graph(fn)
     return bench(g.replay, mode="graph", **kw)  # type: ignore[arg-type]
+
+
+def graph_autotune_bench(rep_ms: float = 20.0, warmup_ms: float = 5.0) -> Callable:
+    """A `do_bench` for `triton.autotune` that times each config as CUDA-graph replays.
+
+    The autotuner's ordinary `do_bench` launches through Triton's autotuned launch path, which costs
+    tens of microseconds of Python a call: for kernels shorter than that it times the host, and the pick
+    is noise (PFFN B 256 D 256 fp16 on the H200: a config measured at 29.5 us picked over one at 18.3;
+    results/case_studies/pffn/README.md). Graph replays time the kernels alone (L2 warm). A config that
+    cannot be captured is timed the ordinary way."""
+    import triton
+
+    def bench_fn(fn: Callable[[], object], quantiles: object = None) -> object:
+        try:
+            return triton.testing.do_bench_cudagraph(fn, rep=rep_ms, quantiles=quantiles)
+        except RuntimeError:
+            log.warning("graph capture failed while autotuning; timing with plain launches", exc_info=True)
+            return triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=quantiles)
+
+    return bench_fn

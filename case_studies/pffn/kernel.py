@@ -33,6 +33,7 @@ import triton.language as tl
 from torch import nn
 
 from case_studies.common.launch import LaunchCache, aligned16
+from case_studies.common.timing import graph_autotune_bench
 from case_studies.pffn.gelu import gelu
 from case_studies.pffn.splitk import _pffn_splitk_kernel, workspace_shape
 
@@ -276,16 +277,10 @@ def _pffn_kernel(
         pl.exit_scope("norm2_store")
 
 
-def _autotune_bench(fn, quantiles):
-    """Each config timed as CUDA-graph replays. With ordinary launches the autotuner's own launch path
-    (tens of microseconds of Python a call) is slower than these kernels at B <= 1024, so do_bench timed
-    the host and the pick was noise: at B 256 D 256 fp16 it chose a config measured at 29.5 us over one at
-    18.3 (results/case_studies/pffn/final_checks.json, bench.csv at 41c9593). Short: the device lease pays
-    for every config timed; the recorded benchmark re-times the winner properly."""
-    try:
-        return triton.testing.do_bench_cudagraph(fn, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
-    except RuntimeError:   # a config that cannot be captured is timed the ordinary way
-        return triton.testing.do_bench(fn, warmup=AUTOTUNE_WARMUP_MS, rep=AUTOTUNE_REP_MS, quantiles=quantiles)
+# Configs are timed as CUDA-graph replays (`graph_autotune_bench`): with ordinary launches the autotuner
+# timed its own launch path at B <= 1024, and at B 256 D 256 fp16 it chose a config measured at 29.5 us
+# over one at 18.3 (final_checks.json, bench.csv at 41c9593).
+_autotune_bench = graph_autotune_bench(AUTOTUNE_REP_MS, AUTOTUNE_WARMUP_MS)
 
 
 _pffn_autotuned = triton.autotune(configs=autotune_configs(), key=["B", "D", "K"], do_bench=_autotune_bench,
