@@ -299,7 +299,8 @@ _split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace r
 # was the bf16 autotuner's pick in the final run (17.8 us); pinned so that a noisy tuning run cannot pick
 # otherwise (the fp16 tuner picked 32 x 32 x 8 warps there: 29.1 us).
 SHAPE_RULES: list[tuple[int, int, dict]] = [
-    (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}),
+    (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0,
+               "W2_EARLY": 1}),
     (256, 256, {"BLOCK_B": 16, "BLOCK_KC": 64, "num_warps": 4, "num_stages": 2}),
 ]
 
@@ -431,7 +432,8 @@ def _launch_split(named: dict, meta: dict, cfg: dict, out: torch.Tensor, key: tu
               ticket_ptr=torch.zeros(n_tiles, dtype=torch.int32, device=x.device))
     meta = {k: v for k, v in meta.items() if k != "D_SPLIT"}
     grid = (n_tiles * cfg["SPLIT_K"],)
-    consts = dict(BLOCK_B=cfg["BLOCK_B"], BLOCK_KC=cfg["BLOCK_KC"], SPLIT_K=cfg["SPLIT_K"])
+    consts = dict(BLOCK_B=cfg["BLOCK_B"], BLOCK_KC=cfg["BLOCK_KC"], SPLIT_K=cfg["SPLIT_K"],
+                  W2_EARLY=int(cfg.get("W2_EARLY", 0)))
     compiled = _pffn_splitk_kernel[grid](**named, **ws, **meta, **consts, num_warps=cfg["num_warps"],
                                          num_stages=cfg["num_stages"])
     if key is not None:

@@ -36,6 +36,16 @@ except Exception:  # pragma: no cover - depends on the triton build
 
 
 @triton.jit
+def _load_w2(src, k0, USE_TMA: tl.constexpr):
+    """The chunk's W2 tile `[BLOCK_KC, D_POW2]` from a tensor descriptor or a block pointer."""
+    if USE_TMA:
+        w2 = src.load([k0, 0])
+    else:
+        w2 = tl.load(src, boundary_check=(0, 1), padding_option="zero")
+    return w2
+
+
+@triton.jit
 def _pffn_splitk_kernel(
     x_ptr, w1_ptr, w2_ptr, g1_ptr, g2_ptr, out_ptr, part_ptr, ss_ptr, ticket_ptr,
     N, B, D, K, eps,
@@ -45,8 +55,10 @@ def _pffn_splitk_kernel(
     o_stride_n, o_stride_b, o_stride_d,
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr, SPLIT_K: tl.constexpr,
-    PROBES: tl.constexpr = False, FAST_GELU: tl.constexpr = 0,
+    PROBES: tl.constexpr = False, FAST_GELU: tl.constexpr = 0, W2_EARLY: tl.constexpr = 0,
 ):
+    """W2_EARLY = 1: a chunk's W2 tile is loaded before its first product instead of after the GELU, so
+    its memory round trip overlaps W1's (at B 64 a split walks one chunk: nothing else hides it)."""
     pid = tl.program_id(0)
     split = pid % SPLIT_K                   # the splits of one tile are adjacent: they finish together
     tile = pid // SPLIT_K
@@ -93,6 +105,10 @@ def _pffn_splitk_kernel(
             w1_blk = tl.advance(w1_blk, (0, SPLIT_K * BLOCK_KC))
         if UPCAST_DOT:
             w1 = w1.to(tl.float32)
+        if W2_EARLY:
+            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, k0, USE_TMA)
+            if not USE_TMA:
+                w2_blk = tl.advance(w2_blk, (SPLIT_K * BLOCK_KC, 0))
         a = tl.dot(x, w1, input_precision=DOT_PRECISION)                              # [BLOCK_B, BLOCK_KC]
         # bmm's and gelu's outputs are in the input dtype in PyTorch; masked K columns give gelu(0) = 0
         h = gelu(a.to(dt).to(tl.float32), FAST_GELU).to(dt).to(tl.float32)
@@ -101,11 +117,10 @@ def _pffn_splitk_kernel(
         hg = (h * g1[None, :]).to(dt)
         if UPCAST_DOT:
             hg = hg.to(tl.float32)
-        if USE_TMA:
-            w2 = w2_desc.load([k0, 0])                                                 # [BLOCK_KC, D_POW2]
-        else:
-            w2 = tl.load(w2_blk, boundary_check=(0, 1), padding_option="zero")
-            w2_blk = tl.advance(w2_blk, (SPLIT_K * BLOCK_KC, 0))
+        if not W2_EARLY:
+            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, k0, USE_TMA)
+            if not USE_TMA:
+                w2_blk = tl.advance(w2_blk, (SPLIT_K * BLOCK_KC, 0))
         if UPCAST_DOT:
             w2 = w2.to(tl.float32)
         acc = tl.dot(hg, w2, acc, input_precision=DOT_PRECISION)                      # [BLOCK_B, D_POW2]

@@ -137,6 +137,8 @@ def test_dispatched_op_on_cpu_is_pytorch():
     ((3, 5, 37, 64), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 4}),             # one chunk a split
     ((1, 17, 123, 48), {"BLOCK_B": 16, "BLOCK_KC": 32, "SPLIT_K": 2}),           # ragged last K chunk
     ((2, 33, 100, 256), {"BLOCK_B": 32, "BLOCK_KC": 64, "SPLIT_K": 4, "num_stages": 1}),
+    ((2, 20, 64, 48), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2, "W2_EARLY": 1}),  # W2 before the product
+    ((1, 17, 123, 48), {"BLOCK_B": 16, "BLOCK_KC": 32, "SPLIT_K": 2, "W2_EARLY": 1}),
 ])
 def test_split_k_matches_reference(shape, cfg, dtype, atol, rtol):
     """splitk.py: partial products per K split, the last split (by ticket) reduces, normalizes, stores.
@@ -150,6 +152,8 @@ def test_split_k_tma_path_in_the_interpreter(monkeypatch):
     monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
     ts = _inputs((2, 20, 64, 48), torch.float16)
     _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}), pffn_reference(*ts), 1e-2, 1e-2)
+    _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2, "W2_EARLY": 1}),
+           pffn_reference(*ts), 1e-2, 1e-2)
 
 
 @pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
