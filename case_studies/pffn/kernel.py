@@ -299,8 +299,7 @@ _split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace r
 # was the bf16 autotuner's pick in the final run (17.8 us); pinned so that a noisy tuning run cannot pick
 # otherwise (the fp16 tuner picked 32 x 32 x 8 warps there: 29.1 us).
 SHAPE_RULES: list[tuple[int, int, dict]] = [
-    (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0,
-               "W2_EARLY": 1}),
+    (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}),
     (256, 256, {"BLOCK_B": 16, "BLOCK_KC": 64, "num_warps": 4, "num_stages": 2}),
 ]
 
