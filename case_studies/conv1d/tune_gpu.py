@@ -28,6 +28,7 @@ from case_studies.common.timing import bench
 from case_studies.conv1d import bench as cb
 from case_studies.conv1d import kernel as ck
 from case_studies.conv1d.prewarm import benchmark_cases, warm
+from case_studies.conv1d.reference import conv1d_exact
 
 log = logging.getLogger("conv1d.tune_gpu")
 
@@ -51,20 +52,13 @@ def _time(fn: Any, *args: Any, rep_ms: float, **kwargs: Any) -> Any:
     return bench(functools.partial(fn, *args, **kwargs), warmup_ms=5, rep_ms=rep_ms)
 
 
-def _ref(x, w, b, s, p):
-    prev = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        return F.conv1d(x.float(), w.float(), b.float(), stride=s, padding=p)
-    finally:
-        torch.backends.cudnn.allow_tf32 = prev
 
 
 def _other_k(k: int, configs: list[dict], dev: str, rep_ms: float) -> list[dict[str, Any]]:
     """Eager and the given configs at the production shape with kernel size k."""
     p = dict(PROD, K=k, padding=(k - 1) // 2)
     x, w, b, s, pad = cb.make_inputs(p, torch.float16, dev)
-    r = _ref(x, w, b, s, pad)
+    r = conv1d_exact(x, w, b, s, pad)
     rows: list[dict[str, Any]] = [{"K": k, "config": "eager",
                                    "median_us": _time(F.conv1d, x, w, b, stride=s, padding=pad,
                                                       rep_ms=rep_ms).median_us}]
@@ -139,7 +133,7 @@ def main() -> int:
             rec: dict[str, Any] = {"params": p, "dtype": dt}
             try:
                 y = ck.conv1d(x, w, b, s, pad, config={})
-                r = _ref(x, w, b, s, pad)
+                r = conv1d_exact(x, w, b, s, pad)
                 err = (y.float() - r).abs().max().item()
                 atol = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-2}[dt]
                 rec.update(ok=bool(torch.allclose(y.float(), r, atol=atol, rtol=1e-2)), max_abs_err=err)
@@ -151,7 +145,7 @@ def main() -> int:
 
     for dt in ("float16", "float32"):
         x, w, b, s, pad = cb.make_inputs(PROD, getattr(torch, dt), dev)
-        r = _ref(x, w, b, s, pad)
+        r = conv1d_exact(x, w, b, s, pad)
         t = _time(F.conv1d, x, w, b, stride=s, padding=pad, rep_ms=args.rep_ms)
         res["tuning"].append({"dtype": dt, "config": "eager", "median_us": t.median_us})
         t = _time(torch.add, x, 0.0, rep_ms=args.rep_ms)   # read x, write a copy

@@ -376,3 +376,15 @@ def test_kernels_compile_for_sm90():
     from tests.case_studies.sm90 import compile_for_sm90
 
     compile_for_sm90("from case_studies.conv1d import kernel as k, tma as t, fused as f", _SM90_CASES)
+
+
+def test_exact_reference_is_fp32_and_restores_the_tf32_flag():
+    """The GPU scripts' ground truth: fp32 from any input dtype, cuDNN's TF32 switch left as it was."""
+    from case_studies.conv1d.reference import conv1d_exact
+
+    x, w, b = _inputs(SHAPES[0], torch.float16)
+    prev = torch.backends.cudnn.allow_tf32
+    y = conv1d_exact(x, w, b, 1, 1)
+    assert y.dtype == torch.float32 and torch.backends.cudnn.allow_tf32 == prev
+    torch.testing.assert_close(y, conv1d_reference(x.float(), w.float(), b.float(), 1, 1))
+    torch.testing.assert_close(conv1d_exact(x, w, None, 1, 1), conv1d_reference(x.float(), w.float(), None, 1, 1))
