@@ -6,7 +6,10 @@
 Each config is checked against the reference in fp16 and bf16, then timed as CUDA-graph replays and
 with plain launches (L2 flushed before every call, `case_studies/common/timing.py`), in `--rounds`
 interleaved rounds so that slow drift of the machine lands on every config alike; eager PyTorch is timed
-in the same rounds. Medians of the round medians go to the JSON.
+in the same rounds. Medians of the round medians go to the JSON. After the checks on the first inputs,
+each config is checked again on fresh tensors of the same signature (the recorded launch plan's path,
+which must follow the new pointers: host TMA descriptors included), and its host time a call (Python
+to the launch, no synchronization) is recorded.
 """
 from __future__ import annotations
 
@@ -15,12 +18,25 @@ import json
 import logging
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 log = logging.getLogger("pffn.gpu_ab")
+
+
+def _host_us(fn: Any, n: int = 200) -> float:
+    """Median host time of one call (no synchronization inside; the queue stays short)."""
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e6)
+        if len(ts) % 20 == 0:
+            torch.cuda.synchronize()
+    return statistics.median(ts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,11 +71,21 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.synchronize()
             res["checks"].append({"dtype": dt, "config": i, "ok": bool(torch.allclose(out, ref, atol=atol, rtol=rtol)),
                                   "max_abs_err": float((out - ref).abs().max())})
+            # same shapes, strides and dtype, new pointers (the old tensors live on): the plan path
+            fresh = tuple(torch.randn_like(t) * t.float().std().item() + t.float().mean().item() for t in ins)
+            out2 = pk.pffn(*fresh, config=cfg).float()
+            ref2 = pffn_reference(*fresh).float()
+            torch.cuda.synchronize()
+            res["checks"].append({"dtype": dt, "config": i, "fresh_tensors": True,
+                                  "ok": bool(torch.allclose(out2, ref2, atol=atol, rtol=rtol)),
+                                  "max_abs_err": float((out2 - ref2).abs().max())})
     log.info("checks: %s", res["checks"])
     ins = make_inputs(p, torch.float16, "cuda")
     fns = {"eager": lambda: pffn_reference(*ins)}
     for i, cfg in enumerate(configs):
         fns[f"config{i}"] = (lambda c: (lambda: pk.pffn(*ins, config=c)))(cfg)
+    res["host_us"] = {name: _host_us(fn) for name, fn in fns.items()}
+    log.info("host us a call: %s", {nm: round(v, 2) for nm, v in res["host_us"].items()})
     samples: dict[str, dict[str, list[float]]] = {name: {"graph": [], "plain": []} for name in fns}
     for r in range(args.rounds):
         for name, fn in fns.items():

@@ -21,6 +21,9 @@ difference is within one rounding of the dtype.
 
 Programs of one token are adjacent in launch order so that W1[n], W2[n] stay in L2 while they run.
 
+Weights come through in-kernel TMA descriptors, host-built ones (HOST_TMA: over the 2-D views W1
+`[N*D, K]`, W2 `[N*K, D]`, a token's rows starting at n*D, n*K) or block pointers.
+
 Probe regions (PROBES=True): `load_x`, `make_desc`, `ffn1_gelu`, `ffn2`, `norm2_store`.
 """
 from __future__ import annotations
@@ -36,6 +39,11 @@ from case_studies.common.launch import LaunchCache, aligned16
 from case_studies.common.timing import graph_autotune_bench
 from case_studies.pffn.gelu import gelu
 from case_studies.pffn.splitk import _pffn_splitk_kernel, workspace_shape
+
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - Triton before host-side descriptors
+    TensorDescriptor = None
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
@@ -57,6 +65,9 @@ AUTOTUNE_WARMUP_MS = 5
 AUTOTUNE_REP_MS = 20
 USE_TMA = True        # weights through TMA descriptors where tma_ok(); the block-pointer path otherwise
 IO_TMA = False        # X and out through TMA descriptors where their layout allows it
+# W1/W2 descriptors built on the host and passed as kernel arguments (with USE_TMA, where host_descriptors()
+# allows it and the config names the tiles): no descriptor is made inside the kernel
+HOST_TMA = False
 # how erf is evaluated (gelu.py): 0 libdevice's erff, 1 an erfc fit, 2 the fit with PTX approximate reciprocal
 # and exp2 (the interpreter runs 1 instead). PFFN_FAST_GELU overrides it, also in the compile-warming workers.
 FAST_GELU = int(os.environ.get("PFFN_FAST_GELU", "2"))
@@ -141,6 +152,7 @@ def _pffn_kernel(
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
     D_SPLIT: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr,
     PROBES: tl.constexpr = False, IO_TMA: tl.constexpr = False, FAST_GELU: tl.constexpr = 0,
+    HOST_TMA: tl.constexpr = False, w1_hdesc=None, w2_hdesc=None,
 ):
     pid = tl.program_id(0)
     n_bt = tl.cdiv(B, BLOCK_B)
@@ -184,11 +196,19 @@ def _pffn_kernel(
     ss1 = tl.zeros((BLOCK_B,), dtype=tl.float32)
     if PROBES:
         pl.enter_scope("make_desc")
+    r1 = 0            # the descriptors' first row of this token: 0 for the per-token in-kernel ones
+    r2 = 0
     if USE_TMA:
-        w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
-                                            block_shape=[DH, BLOCK_KC])
-        w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
-                                            block_shape=[BLOCK_KC, DH])
+        if HOST_TMA:  # built on the host over W1 [N*D, K], W2 [N*K, D] (host_descriptors): this token's rows
+            w1_desc = w1_hdesc
+            w2_desc = w2_hdesc
+            r1 = tok * D
+            r2 = tok * K
+        else:
+            w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
+                                                block_shape=[DH, BLOCK_KC])
+            w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
+                                                block_shape=[BLOCK_KC, DH])
     else:
         # block pointers, not pointer tensors: the loop-invariant [D, BLOCK_KC] address tensors that the
         # compiler hoisted out of the loop cost up to 255 registers a thread, spilling from D 256 (ptxas)
@@ -202,7 +222,7 @@ def _pffn_kernel(
         if PROBES:
             pl.enter_scope("ffn1_gelu")
         if USE_TMA:   # TMA: the weight chunks go straight to shared memory, pipelined, no address registers
-            w1 = w1_desc.load([0, k0])                                                 # [DH, BLOCK_KC]
+            w1 = w1_desc.load([r1, k0])                                                # [DH, BLOCK_KC]
         else:
             w1 = tl.load(w1_blk, boundary_check=(0, 1), padding_option="zero")
         if UPCAST_DOT:
@@ -210,7 +230,7 @@ def _pffn_kernel(
         a = tl.dot(x, w1, input_precision=DOT_PRECISION)                              # [BLOCK_B, BLOCK_KC]
         if D_SPLIT == 2:
             if USE_TMA:
-                w1b = w1_desc.load([DH, k0])
+                w1b = w1_desc.load([r1 + DH, k0])
             else:
                 w1b = tl.load(tl.advance(w1_blk, (DH, 0)), boundary_check=(0, 1), padding_option="zero")
             if UPCAST_DOT:
@@ -229,7 +249,7 @@ def _pffn_kernel(
             pl.exit_scope("ffn1_gelu")
             pl.enter_scope("ffn2")
         if USE_TMA:
-            w2 = w2_desc.load([k0, 0])                                                 # [BLOCK_KC, DH]
+            w2 = w2_desc.load([r2 + k0, 0])                                            # [BLOCK_KC, DH]
         else:
             w2 = tl.load(w2_blk, boundary_check=(0, 1), padding_option="zero")
         if UPCAST_DOT:
@@ -237,7 +257,7 @@ def _pffn_kernel(
         acc = tl.dot(hg, w2, acc, input_precision=DOT_PRECISION)                      # [BLOCK_B, DH]
         if D_SPLIT == 2:
             if USE_TMA:
-                w2b = w2_desc.load([k0, DH])
+                w2b = w2_desc.load([r2 + k0, DH])
             else:
                 w2b = tl.load(tl.advance(w2_blk, (0, DH)), boundary_check=(0, 1), padding_option="zero")
             if UPCAST_DOT:
@@ -344,6 +364,25 @@ def _ensure_allocator() -> None:
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
 
 
+def host_descriptors(w1: torch.Tensor, w2: torch.Tensor, d_tile: int, block_kc: int) -> tuple | None:
+    """Host TMA descriptors over the 2-D views W1 `[N*D, K]` (box `[d_tile, block_kc]`) and W2 `[N*K, D]`
+    (box `[block_kc, d_tile]`), or None where a box would reach into the next token's rows (D not a
+    multiple of `d_tile`, K not a multiple of `block_kc`: the 3-D per-token bounds would be needed) or
+    a token's rows do not follow the previous token's (no such 2-D view). Call after `tma_ok`."""
+    n, d, k = w1.shape
+    if (TensorDescriptor is None or d % d_tile or k % block_kc or w1.stride(0) != d * w1.stride(1)
+            or w2.stride(0) != k * w2.stride(1)):
+        return None
+    return (TensorDescriptor(w1, [n * d, k], [w1.stride(1), 1], [d_tile, block_kc]),
+            TensorDescriptor(w2, [n * k, d], [w2.stride(1), 1], [block_kc, d_tile]))
+
+
+# Host descriptors of recorded plans, by call signature. A plan's argument tail is frozen but the
+# launcher encodes each descriptor from `desc.base.data_ptr()` at every launch, so pointing `base` at the
+# call's weights (same shapes, strides, dtype and alignment: all in the key) makes the plan follow them.
+_host_descs: dict[tuple, tuple] = {}
+
+
 _ARG_NAMES = ("x_ptr", "w1_ptr", "w2_ptr", "g1_ptr", "g2_ptr", "out_ptr", "N", "B", "D", "K", "eps",
               "x_stride_n", "x_stride_b", "x_stride_d", "w1_stride_n", "w1_stride_d", "w1_stride_k",
               "w2_stride_n", "w2_stride_k", "w2_stride_d", "o_stride_n", "o_stride_b", "o_stride_d")
@@ -364,6 +403,10 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
                None if config is None else tuple(sorted(config.items())))
         plan = _plans.plans.get(key) or _split_plans.plans.get(key)
         if plan is not None:
+            hd = _host_descs.get(key)
+            if hd is not None:
+                hd[0].base = w1
+                hd[1].base = w2
             out = torch.empty_like(x, memory_format=torch.contiguous_format)
             plan.launch((x, w1, w2, g1, g2, out))
             return out
@@ -389,13 +432,19 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
         config = {**(rule_config(bsz, d) or {}), **(config or {})} or None   # a config without tiles keeps the rule
     # besides tiles, a config may set "SPLIT_K" (> 1: splitk.py), "TMA" (weights) and "IO_TMA" (X and out:
     # the descriptor paths; default TMA for the weights where the layout allows it, pointers for X and out),
-    # "FAST_GELU" (gelu.py)
+    # "HOST_TMA" (the weights' descriptors built here, host_descriptors; only with tiles named: the
+    # autotuner would change the box), "FAST_GELU" (gelu.py)
     cfg_in = config or {}
     use_tma = bool(cfg_in.get("TMA", USE_TMA)) and tma_ok(w1, w2, d_pow2 // d_split)
     io_tma = bool(cfg_in.get("IO_TMA", IO_TMA)) and tma_ok(x, out, d_pow2 // d_split)   # same rules as W
-    if use_tma or io_tma:
+    hdescs = None
+    if use_tma and "BLOCK_KC" in cfg_in and bool(cfg_in.get("HOST_TMA", HOST_TMA)):
+        hdescs = host_descriptors(w1, w2, d_pow2 // d_split, cfg_in["BLOCK_KC"])
+    if (use_tma and hdescs is None) or io_tma:
         _ensure_allocator()
-    meta = dict(D_POW2=d_pow2, D_SPLIT=d_split, PROBES=probes, USE_TMA=use_tma,
+    if hdescs is not None:
+        named.update(w1_hdesc=hdescs[0], w2_hdesc=hdescs[1])
+    meta = dict(D_POW2=d_pow2, D_SPLIT=d_split, PROBES=probes, USE_TMA=use_tma, HOST_TMA=hdescs is not None,
                 FAST_GELU=min(int(cfg_in.get("FAST_GELU", FAST_GELU)), 1 if _interpreting() else 2),
                 UPCAST_DOT=x.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
                 # fp32 inputs: full-precision products (tl.dot would use TF32 and miss fp32's tolerance)
@@ -405,7 +454,8 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
         # (a first call inside a graph capture cannot zero the counters: the one-pass kernel runs then)
         return _launch_split(named, meta, dict(fixed_config(), **config), out, key)
     meta["IO_TMA"] = io_tma
-    config = {k: v for k, v in cfg_in.items() if k not in ("SPLIT_K", "TMA", "IO_TMA", "FAST_GELU")} or None
+    config = {k: v for k, v in cfg_in.items()
+              if k not in ("SPLIT_K", "TMA", "IO_TMA", "HOST_TMA", "FAST_GELU")} or None
     if (AUTOTUNE if autotune is None else autotune) and config is None and x.is_cuda and not probes:
         compiled = _pffn_autotuned[lambda m: (n_tok * triton.cdiv(bsz, m["BLOCK_B"]),)](**named, **meta)
         best = _pffn_autotuned.best_config
@@ -416,8 +466,9 @@ def pffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, g1: torch.Tensor, 
             **named, **meta, BLOCK_B=cfg["BLOCK_B"], BLOCK_KC=cfg["BLOCK_KC"], num_warps=cfg["num_warps"],
             num_stages=cfg["num_stages"])
     if key is not None:
-        _plans.record(key, compiled, (n_tok * triton.cdiv(bsz, cfg["BLOCK_B"]),),
-                      {**named, **meta, "BLOCK_B": cfg["BLOCK_B"], "BLOCK_KC": cfg["BLOCK_KC"]}, cfg)
+        if _plans.record(key, compiled, (n_tok * triton.cdiv(bsz, cfg["BLOCK_B"]),),
+                         {**named, **meta, "BLOCK_B": cfg["BLOCK_B"], "BLOCK_KC": cfg["BLOCK_KC"]}, cfg) and hdescs:
+            _host_descs[key] = hdescs
     return out
 
 
@@ -435,8 +486,9 @@ def _launch_split(named: dict, meta: dict, cfg: dict, out: torch.Tensor, key: tu
                   W2_EARLY=int(cfg.get("W2_EARLY", 0)))
     compiled = _pffn_splitk_kernel[grid](**named, **ws, **meta, **consts, num_warps=cfg["num_warps"],
                                          num_stages=cfg["num_stages"])
-    if key is not None:
-        _split_plans.record(key, compiled, grid, {**named, **ws, **meta, **consts}, cfg)
+    if key is not None and _split_plans.record(key, compiled, grid, {**named, **ws, **meta, **consts}, cfg):
+        if meta["HOST_TMA"]:
+            _host_descs[key] = (named["w1_hdesc"], named["w2_hdesc"])
     return out
 
 

@@ -36,10 +36,11 @@ except Exception:  # pragma: no cover - depends on the triton build
 
 
 @triton.jit
-def _load_w2(src, k0, USE_TMA: tl.constexpr):
-    """The chunk's W2 tile `[BLOCK_KC, D_POW2]` from a tensor descriptor or a block pointer."""
+def _load_w2(src, row0, k0, USE_TMA: tl.constexpr):
+    """The chunk's W2 tile `[BLOCK_KC, D_POW2]` from a tensor descriptor (its token's rows from `row0`)
+    or a block pointer."""
     if USE_TMA:
-        w2 = src.load([k0, 0])
+        w2 = src.load([row0 + k0, 0])
     else:
         w2 = tl.load(src, boundary_check=(0, 1), padding_option="zero")
     return w2
@@ -56,9 +57,12 @@ def _pffn_splitk_kernel(
     D_POW2: tl.constexpr, UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_KC: tl.constexpr, SPLIT_K: tl.constexpr,
     PROBES: tl.constexpr = False, FAST_GELU: tl.constexpr = 0, W2_EARLY: tl.constexpr = 0,
+    HOST_TMA: tl.constexpr = False, w1_hdesc=None, w2_hdesc=None,
 ):
     """W2_EARLY = 1: a chunk's W2 tile is loaded before its first product instead of after the GELU, so
-    its memory round trip overlaps W1's (at B 64 a split walks one chunk: nothing else hides it)."""
+    its memory round trip overlaps W1's (at B 64 a split walks one chunk: nothing else hides it).
+    HOST_TMA (with USE_TMA): the weights' descriptors come from the host (`w1_hdesc`, `w2_hdesc` over the
+    2-D views W1 [N*D, K], W2 [N*K, D]; kernel.host_descriptors) instead of being built here."""
     pid = tl.program_id(0)
     split = pid % SPLIT_K                   # the splits of one tile are adjacent: they finish together
     tile = pid // SPLIT_K
@@ -85,11 +89,19 @@ def _pffn_splitk_kernel(
         pl.enter_scope("ffn_chunks")
     acc = tl.zeros((BLOCK_B, D_POW2), dtype=tl.float32)
     ss1 = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    r1 = 0            # the descriptors' first row of this token: 0 for the per-token in-kernel ones
+    r2 = 0
     if USE_TMA:
-        w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
-                                            block_shape=[D_POW2, BLOCK_KC])
-        w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
-                                            block_shape=[BLOCK_KC, D_POW2])
+        if HOST_TMA:
+            w1_desc = w1_hdesc
+            w2_desc = w2_hdesc
+            r1 = tok * D
+            r2 = tok * K
+        else:
+            w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
+                                                block_shape=[D_POW2, BLOCK_KC])
+            w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
+                                                block_shape=[BLOCK_KC, D_POW2])
     else:
         w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, split * BLOCK_KC),
                                    (D_POW2, BLOCK_KC), (1, 0))
@@ -99,14 +111,14 @@ def _pffn_splitk_kernel(
         kk = k0 + rkc
         k_mask = kk < K
         if USE_TMA:
-            w1 = w1_desc.load([0, k0])                                                 # [D_POW2, BLOCK_KC]
+            w1 = w1_desc.load([r1, k0])                                                # [D_POW2, BLOCK_KC]
         else:
             w1 = tl.load(w1_blk, boundary_check=(0, 1), padding_option="zero")
             w1_blk = tl.advance(w1_blk, (0, SPLIT_K * BLOCK_KC))
         if UPCAST_DOT:
             w1 = w1.to(tl.float32)
         if W2_EARLY:
-            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, k0, USE_TMA)
+            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, r2, k0, USE_TMA)
             if not USE_TMA:
                 w2_blk = tl.advance(w2_blk, (SPLIT_K * BLOCK_KC, 0))
         a = tl.dot(x, w1, input_precision=DOT_PRECISION)                              # [BLOCK_B, BLOCK_KC]
@@ -118,7 +130,7 @@ def _pffn_splitk_kernel(
         if UPCAST_DOT:
             hg = hg.to(tl.float32)
         if not W2_EARLY:
-            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, k0, USE_TMA)
+            w2 = _load_w2(w2_desc if USE_TMA else w2_blk, r2, k0, USE_TMA)
             if not USE_TMA:
                 w2_blk = tl.advance(w2_blk, (SPLIT_K * BLOCK_KC, 0))
         if UPCAST_DOT:

@@ -190,3 +190,42 @@ def test_shape_rules_pick_split_k_only_where_measured():
     assert "SPLIT_K" not in pinned and pinned["BLOCK_B"] == 16 and pinned["BLOCK_KC"] == 64
     assert "SPLIT_K" not in kernel.rule_config(64, 256)
     assert kernel.rule_config(512, 256) is None and kernel.rule_config(256, 512) is None
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
+@pytest.mark.parametrize("shape,cfg", [
+    ((2, 20, 64, 48), {"BLOCK_B": 16, "BLOCK_KC": 16}),                       # one pass, ragged B tile
+    ((1, 18, 512, 32), {"BLOCK_B": 16, "BLOCK_KC": 16}),                      # one pass, two D tiles
+    ((2, 20, 64, 48), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}),         # split K
+    ((3, 5, 64, 64), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 4, "W2_EARLY": 1}),
+])
+def test_host_tma_descriptors_in_the_interpreter(monkeypatch, shape, cfg, dtype, atol, rtol):
+    """HOST_TMA: the weights' descriptors are built on the host (the interpreter takes host
+    TensorDescriptor arguments). The kernel must read the weights through them: descriptors over another
+    set of weights give that set's result."""
+    monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
+    ts = _inputs(shape, dtype)
+    cfg = {**cfg, "HOST_TMA": 1}
+    _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+    other = _inputs(shape, dtype, seed=1)
+    real = kernel.host_descriptors
+    monkeypatch.setattr(kernel, "host_descriptors", lambda w1, w2, dt, kc: real(other[1], other[2], dt, kc))
+    _check(kernel.pffn(*ts, config=cfg), pffn_reference(ts[0], *other[1:3], *ts[3:]), atol, rtol)
+
+
+def test_host_tma_is_ignored_where_the_2d_views_do_not_fit(monkeypatch):
+    """K not a multiple of BLOCK_KC, D not a power of two, or tokens not back to back: the boxes of the
+    2-D views would cross into the next token, so the in-kernel descriptors (or block pointers) run."""
+    monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
+    ts = _inputs((2, 20, 64, 48), torch.float16)
+    assert kernel.host_descriptors(ts[1], ts[2], 64, 32) is None                      # 48 % 32
+    assert kernel.host_descriptors(*_inputs((1, 4, 96, 32), torch.float16)[1:3], 128, 16) is None   # D 96
+    w1 = torch.randn(2, 64, 96, dtype=torch.float16)[:, :, :48]                      # row stride 96, K 48
+    assert kernel.host_descriptors(w1, ts[2], 64, 16) is not None
+    assert kernel.host_descriptors(torch.randn(64, 2, 48, dtype=torch.float16).transpose(0, 1), ts[2],
+                                   64, 16) is None                                   # tokens interleaved
+    for shape, cfg in (((2, 20, 64, 48), {"BLOCK_B": 16, "BLOCK_KC": 32}),
+                       ((1, 17, 123, 48), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}),
+                       ((2, 20, 64, 48), {"HOST_TMA": 1})):                           # no tiles: ignored
+        ts = _inputs(shape, torch.float16)
+        _check(kernel.pffn(*ts, config={**cfg, "HOST_TMA": 1}), pffn_reference(*ts), 1e-2, 1e-2)
