@@ -188,6 +188,7 @@ def test_shape_rules_pick_split_k_only_where_measured():
     assert kernel.rule_config(64, 128)["SPLIT_K"] == 2
     pinned = kernel.rule_config(256, 256)                   # the one-pass config measured best at B 256
     assert "SPLIT_K" not in pinned and pinned["BLOCK_B"] == 16 and pinned["BLOCK_KC"] == 64
+    assert pinned["HOST_TMA"] and not kernel.rule_config(64, 128).get("HOST_TMA")   # host_tma/ab_*.json
     assert "SPLIT_K" not in kernel.rule_config(64, 256)
     assert kernel.rule_config(512, 256) is None and kernel.rule_config(256, 512) is None
 
