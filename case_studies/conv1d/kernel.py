@@ -47,8 +47,9 @@ import torch
 import triton
 import triton.language as tl
 from torch import nn
+from triton.tools.tensor_descriptor import TensorDescriptor
 
-from case_studies.common.launch import LaunchCache, aligned16
+from case_studies.common.launch import LaunchCache, Plan, aligned16
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
@@ -67,6 +68,7 @@ TUNABLES = {
     "PERSISTENT": [0, 1, 2, 4],
     "EVICT": [0, 1],
     "SHIFT_T": [0, 1],
+    "W_TMA": [0, 1, 2],
     "NUM_WARPS": [2, 4, 8],
     "NUM_STAGES": [1, 2, 3, 4],
 }
@@ -78,6 +80,8 @@ UNROLL_CI = 1         # 0: an scf.for loop over C_in chunks; 1: unrolled; 2: unr
 PERSISTENT = 0        # 0: one tile per program; p > 0: p programs per SM loop over the tiles
 EVICT = 0             # 1: x loads evict_first, weight loads evict_last (L1/L2 hints)
 SHIFT_T = 1           # 1: shifted taps loaded as [ci, n] (a layout with 32 consecutive n across the lanes)
+W_TMA = 0             # weight tiles by TMA (host descriptor) into shared memory: 1 from [K*C_in, C_out],
+#                       2 from the K-major [K*C_out, C_in]; 0: pointer loads (see `weight_desc`)
 NUM_WARPS = 4
 NUM_STAGES = 1
 # On a GPU, tune per shape over `autotune_configs()`; the constants above are the interpreter's config,
@@ -98,7 +102,7 @@ def tunables_valid(cfg: dict) -> bool:
 # A short list, not the TUNABLES product: the device lease pays for every compiled config
 # (about a second each), and the offline search explores the full TUNABLES space instead.
 AUTOTUNE_SPACE = [
-    # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, SHIFT_T, num_warps, num_stages
+    # BLOCK_N, BLOCK_CO, CO_SUB, BLOCK_CI, UNROLL_CI, PERSISTENT, EVICT, SHIFT_T, W_TMA, num_warps, num_stages
     # H200, production shape, L2 flushed (results/case_studies/conv1d/gpu_run4_tuning.json): the first
     # row won everywhere it was tuned (K = 1, 3, 5; fp16 and fp32): fp16 126 us (168 with SHIFT_T = 0),
     # 64-position tiles 139-142, 256: 159, 32: 239; fp32 300 us (502 with SHIFT_T = 0), 256: 313. The
@@ -106,12 +110,13 @@ AUTOTUNE_SPACE = [
     # (239 us), eviction hints (142), operands loaded a step ahead (140-143), 64 x 2 accumulators (191),
     # one 128-wide accumulator (164 fp16, 690 fp32: gpu_run6_sweep2.json), and before that the
     # software-pipelined C_in loop (201 us fp16, 887 fp32) and persistent variants (212-283 us fp16).
-    (128, 32, 4, 32, 1, 0, 0, 1, 4, 1),
-    (64, 32, 4, 32, 1, 0, 0, 1, 4, 1),
-    (128, 32, 4, 32, 1, 0, 0, 1, 8, 1),
-    (256, 32, 4, 32, 1, 0, 0, 1, 8, 1),
+    (128, 32, 4, 32, 1, 0, 0, 1, 0, 4, 1),
+    (64, 32, 4, 32, 1, 0, 0, 1, 0, 4, 1),
+    (128, 32, 4, 32, 1, 0, 0, 1, 0, 8, 1),
+    (256, 32, 4, 32, 1, 0, 0, 1, 0, 8, 1),
 ]
-CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T")
+CONFIG_KEYS = ("BLOCK_N", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T",
+               "W_TMA")
 
 
 def autotune_configs() -> list[triton.Config]:
@@ -136,11 +141,15 @@ def fit_config(kw: dict, c_in: int, c_out: int) -> dict:
 
 
 def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    """Fit every config to the problem (`fit_config`), dropping the duplicates that makes."""
+    """Fit every config to the problem (`fit_config`), dropping the duplicates that makes, and the weight-TMA
+    configs that the launch's descriptor (`w_desc`, one per launch) does not serve."""
     args = {**named_args, **kwargs}
+    spec = desc_spec(args.get("w_desc"))
     out, seen = [], set()
     for c in configs:
         kw = fit_config(c.kwargs, args["C_IN"], args["C_OUT"])
+        if kw.get("W_TMA", 0) and tma_block(kw) != spec:
+            continue
         key = (tuple(sorted(kw.items())), c.num_warps, c.num_stages)
         if key not in seen:
             seen.add(key)
@@ -204,17 +213,28 @@ def _load_x(x_ptr, x_row, ll, n_ok, c, k: tl.constexpr,
 
 
 @triton.jit
-def _load_w(w_ptr, c, k: tl.constexpr, co0, j: tl.constexpr,
+def _load_w(w_ptr, w_desc, c, k: tl.constexpr, co0, j: tl.constexpr,
             C_IN: tl.constexpr, C_OUT: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CO: tl.constexpr,
-            BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr):
+            BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, W_TMA: tl.constexpr,
+            PROBES: tl.constexpr):
     """Weights of tap k, C_in chunk c, accumulator j as the dot's B operand: `[BLOCK_CI, BLOCK_CO]`."""
     if PROBES:
         pl.enter_scope("load_w")
-    ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
-    cj = co0 + j * BLOCK_CO + tl.arange(0, BLOCK_CO)
-    w = _load(w_ptr + (k * C_IN + ci)[:, None] * C_OUT + cj[None, :],      # packed [K, C_in, C_out]
-              (ci < C_IN)[:, None] & (cj < C_OUT)[None, :],
-              C_IN % BLOCK_CI != 0 or C_OUT % (BLOCK_CO * N_SUB) != 0, "evict_last" if EVICT else "")
+    if W_TMA == 1:
+        # by TMA from the packed weight seen as [K * C_in, C_out] (host descriptor): straight into shared
+        # memory, where wgmma reads B. Past C_out the box is zero-filled; rows past C_in (C_in % BLOCK_CI
+        # != 0) are the next tap's rows, finite weights met by the zero-masked x columns
+        w = w_desc.load([k * C_IN + c * BLOCK_CI, co0 + j * BLOCK_CO])
+    elif W_TMA == 2:
+        # by TMA from the K-major packing [K * C_out, C_in] (TF32 wgmma wants a K-major B): rows past
+        # C_out are the next tap's (their accumulator columns are never stored), columns past C_in zero
+        w = tl.trans(w_desc.load([k * C_OUT + co0 + j * BLOCK_CO, c * BLOCK_CI]))
+    else:
+        ci = c * BLOCK_CI + tl.arange(0, BLOCK_CI)
+        cj = co0 + j * BLOCK_CO + tl.arange(0, BLOCK_CO)
+        w = _load(w_ptr + (k * C_IN + ci)[:, None] * C_OUT + cj[None, :],      # packed [K, C_in, C_out]
+                  (ci < C_IN)[:, None] & (cj < C_OUT)[None, :],
+                  C_IN % BLOCK_CI != 0 or C_OUT % (BLOCK_CO * N_SUB) != 0, "evict_last" if EVICT else "")
     if UPCAST_DOT:
         w = w.to(tl.float32)
     if PROBES:
@@ -223,20 +243,25 @@ def _load_w(w_ptr, c, k: tl.constexpr, co0, j: tl.constexpr,
 
 
 @triton.jit
-def _load_ws(w_ptr, c, k: tl.constexpr, co0,
+def _load_ws(w_ptr, w_desc, c, k: tl.constexpr, co0,
              C_IN: tl.constexpr, C_OUT: tl.constexpr, UPCAST_DOT: tl.constexpr, BLOCK_CO: tl.constexpr,
-             BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, PROBES: tl.constexpr):
+             BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr, EVICT: tl.constexpr, W_TMA: tl.constexpr,
+             PROBES: tl.constexpr):
     """The N_SUB weight tiles of one step (the unused slots repeat the first; never read)."""
-    w0 = _load_w(w_ptr, c, k, co0, 0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+    w0 = _load_w(w_ptr, w_desc, c, k, co0, 0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT,
+                 W_TMA, PROBES)
     w1 = w0
     w2 = w0
     w3 = w0
     if N_SUB > 1:
-        w1 = _load_w(w_ptr, c, k, co0, 1, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+        w1 = _load_w(w_ptr, w_desc, c, k, co0, 1, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT,
+                     W_TMA, PROBES)
     if N_SUB > 2:
-        w2 = _load_w(w_ptr, c, k, co0, 2, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+        w2 = _load_w(w_ptr, w_desc, c, k, co0, 2, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT,
+                     W_TMA, PROBES)
     if N_SUB > 3:
-        w3 = _load_w(w_ptr, c, k, co0, 3, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT, PROBES)
+        w3 = _load_w(w_ptr, w_desc, c, k, co0, 3, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB, EVICT,
+                     W_TMA, PROBES)
     return w0, w1, w2, w3
 
 
@@ -259,18 +284,18 @@ def _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3,
 
 
 @triton.jit
-def _conv1d_step(acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0,
+def _conv1d_step(acc0, acc1, acc2, acc3, x_ptr, w_ptr, w_desc, x_row, ll, n_ok, c, co0,
                  C_IN: tl.constexpr, C_OUT: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr,
                  STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr,
                  DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
                  BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, N_SUB: tl.constexpr,
-                 EVICT: tl.constexpr, SHIFT_T: tl.constexpr, PROBES: tl.constexpr):
+                 EVICT: tl.constexpr, SHIFT_T: tl.constexpr, W_TMA: tl.constexpr, PROBES: tl.constexpr):
     """One C_in chunk, every tap k: acc_j[n, co] += x[b, ci, l*stride + k - pad] @ w[k, ci, co_j]."""
     for k in tl.static_range(KSIZE):
         xt = _load_x(x_ptr, x_row, ll, n_ok, c, k, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
                      EVICT, SHIFT_T, PROBES)
-        w0, w1, w2, w3 = _load_ws(w_ptr, c, k, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, N_SUB,
-                                  EVICT, PROBES)
+        w0, w1, w2, w3 = _load_ws(w_ptr, w_desc, c, k, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI,
+                                  N_SUB, EVICT, W_TMA, PROBES)
         acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, N_SUB, DOT_PRECISION,
                                       PROBES)
     return acc0, acc1, acc2, acc3
@@ -287,12 +312,12 @@ def _conv1d_store(acc, b_ptr, y_ptr, y_row, ll, n_ok, co,
 
 
 @triton.jit
-def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
+def _conv1d_tile(tile, x_ptr, w_ptr, w_desc, b_ptr, y_ptr, n_total,
                  C_IN: tl.constexpr, C_OUT: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr,
                  STRIDE: tl.constexpr, PAD: tl.constexpr, KSIZE: tl.constexpr, HAS_BIAS: tl.constexpr,
                  DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
                  BLOCK_N: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr,
-                 UNROLL_CI: tl.constexpr, EVICT: tl.constexpr, SHIFT_T: tl.constexpr,
+                 UNROLL_CI: tl.constexpr, EVICT: tl.constexpr, SHIFT_T: tl.constexpr, W_TMA: tl.constexpr,
                  PROBES: tl.constexpr):
     """One output tile: BLOCK_N flattened positions x CO_SUB * BLOCK_CO channels."""
     # C_out groups vary fastest: the programs that share one x tile run together (L2 reuse)
@@ -322,14 +347,15 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
         N_STEPS: tl.constexpr = N_CI * KSIZE
         xt = _load_x(x_ptr, x_row, ll, n_ok, 0, 0, C_IN, L_IN, L_OUT, STRIDE, PAD, UPCAST_DOT, BLOCK_CI,
                      EVICT, SHIFT_T, PROBES)
-        w0, w1, w2, w3 = _load_ws(w_ptr, 0, 0, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB,
-                                  EVICT, PROBES)
+        w0, w1, w2, w3 = _load_ws(w_ptr, w_desc, 0, 0, co0, C_IN, C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI,
+                                  CO_SUB, EVICT, W_TMA, PROBES)
         for s in tl.static_range(N_STEPS):
             if s + 1 < N_STEPS:
                 xn = _load_x(x_ptr, x_row, ll, n_ok, (s + 1) // KSIZE, (s + 1) % KSIZE, C_IN, L_IN, L_OUT,
                              STRIDE, PAD, UPCAST_DOT, BLOCK_CI, EVICT, SHIFT_T, PROBES)
-                v0, v1, v2, v3 = _load_ws(w_ptr, (s + 1) // KSIZE, (s + 1) % KSIZE, co0, C_IN, C_OUT,
-                                          UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, PROBES)
+                v0, v1, v2, v3 = _load_ws(w_ptr, w_desc, (s + 1) // KSIZE, (s + 1) % KSIZE, co0, C_IN,
+                                          C_OUT, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, W_TMA,
+                                          PROBES)
             acc0, acc1, acc2, acc3 = _mma(acc0, acc1, acc2, acc3, xt, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
                                           PROBES)
             if s + 1 < N_STEPS:
@@ -341,15 +367,15 @@ def _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total,
     elif UNROLL_CI and N_CI <= 8:   # (wide C_in: a loop, not hundreds of unrolled dots to compile)
         for c in tl.static_range(N_CI):
             acc0, acc1, acc2, acc3 = _conv1d_step(
-                acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN, L_OUT,
-                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, SHIFT_T,
-                PROBES)
+                acc0, acc1, acc2, acc3, x_ptr, w_ptr, w_desc, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN,
+                L_OUT, STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT,
+                SHIFT_T, W_TMA, PROBES)
     else:
         for c in range(N_CI):
             acc0, acc1, acc2, acc3 = _conv1d_step(
-                acc0, acc1, acc2, acc3, x_ptr, w_ptr, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN, L_OUT,
-                STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT, SHIFT_T,
-                PROBES)
+                acc0, acc1, acc2, acc3, x_ptr, w_ptr, w_desc, x_row, ll, n_ok, c, co0, C_IN, C_OUT, L_IN,
+                L_OUT, STRIDE, PAD, KSIZE, DOT_PRECISION, UPCAST_DOT, BLOCK_CO, BLOCK_CI, CO_SUB, EVICT,
+                SHIFT_T, W_TMA, PROBES)
 
     if PROBES:
         pl.enter_scope("epilogue")
@@ -373,22 +399,27 @@ def _conv1d_kernel(
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr,
     UNROLL_CI: tl.constexpr, PERSISTENT: tl.constexpr, EVICT: tl.constexpr, SHIFT_T: tl.constexpr,
-    PROBES: tl.constexpr = False,
+    W_TMA: tl.constexpr = 0, PROBES: tl.constexpr = False, w_desc=None,
 ):
     """x `[B, C_IN, L_IN]` and y `[B, C_OUT, L_OUT]` contiguous; w packed `[K, C_IN, C_OUT]`;
     n_total = B * L_OUT output positions. PERSISTENT = 0: one tile per program; otherwise PERSISTENT
-    programs per SM loop over the tiles (the weight loads are loop-invariant)."""
+    programs per SM loop over the tiles (the weight loads are loop-invariant).
+
+    W_TMA = 1: the weight tiles come by TMA through `w_desc`, a host `TensorDescriptor` over the packed
+    weight as `[K * C_IN, C_OUT]` with block `[BLOCK_CI, BLOCK_CO]`; 2: over the K-major packing
+    `[K * C_OUT, C_IN]`, block `[BLOCK_CO, BLOCK_CI]` (`weight_desc`). 0: `w_desc` is None, unused.
+    (`w_desc` comes last, with a default, so positional launches of the other arguments keep working.)"""
     pid = tl.program_id(0)
     if PERSISTENT:
         n_tiles = tl.cdiv(n_total, BLOCK_N) * ((C_OUT + BLOCK_CO * CO_SUB - 1) // (BLOCK_CO * CO_SUB))
         for tile in tl.range(pid, n_tiles, tl.num_programs(0)):
-            _conv1d_tile(tile, x_ptr, w_ptr, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE, PAD,
-                         KSIZE, HAS_BIAS, DOT_PRECISION, UPCAST_DOT, INT64, BLOCK_N, BLOCK_CO, CO_SUB,
-                         BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, PROBES)
+            _conv1d_tile(tile, x_ptr, w_ptr, w_desc, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE,
+                         PAD, KSIZE, HAS_BIAS, DOT_PRECISION, UPCAST_DOT, INT64, BLOCK_N, BLOCK_CO, CO_SUB,
+                         BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, W_TMA, PROBES)
     else:
-        _conv1d_tile(pid, x_ptr, w_ptr, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE, PAD,
+        _conv1d_tile(pid, x_ptr, w_ptr, w_desc, b_ptr, y_ptr, n_total, C_IN, C_OUT, L_IN, L_OUT, STRIDE, PAD,
                      KSIZE, HAS_BIAS, DOT_PRECISION, UPCAST_DOT, INT64, BLOCK_N, BLOCK_CO, CO_SUB,
-                     BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, PROBES)
+                     BLOCK_CI, UNROLL_CI, EVICT, SHIFT_T, W_TMA, PROBES)
 
 
 def _autotune_bench(fn, quantiles):
@@ -437,6 +468,83 @@ def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gat
     return packed
 
 
+# -- weight tiles by TMA: host-side descriptors over the packed weight, cached with it --------------------
+_DESC_CACHE: OrderedDict[tuple, tuple[weakref.ref, TensorDescriptor]] = OrderedDict()
+
+
+def tma_block(kw: dict) -> tuple[int, tuple[int, int]]:
+    """(W_TMA, the descriptor's block shape) a fitted config needs."""
+    if kw["W_TMA"] == 2:
+        return 2, (kw["BLOCK_CO"], kw["BLOCK_CI"])
+    return kw["W_TMA"], (kw["BLOCK_CI"], kw["BLOCK_CO"])
+
+
+def desc_spec(desc: TensorDescriptor | None) -> tuple[int, tuple[int, int]] | None:
+    """What `weight_desc` built a descriptor for (tagged on it), or None."""
+    return None if desc is None else desc.conv1d_spec
+
+
+def weight_desc(wp: torch.Tensor, kw: dict, use_cache: bool = True) -> TensorDescriptor | None:
+    """A host TMA descriptor over the packed weight for a fitted config with W_TMA (`[K, C_in, C_out]` as
+    `[K * C_in, C_out]` for 1, `[K, C_out, C_in]` as `[K * C_out, C_in]` for 2), or None where TMA does not
+    apply: rows not a multiple of 16 bytes or a misaligned base, or neither a GPU nor the interpreter
+    (Triton 3.6's interpreter takes host descriptors). Host descriptors avoid the in-kernel
+    `tl.make_tensor_descriptor` (0.83 us of each warp's time in another kernel here); Triton still encodes
+    the CUtensorMap at every launch, from `base` as it is then.
+
+    Cached like `pack_weight`: by pointer, shape, dtype, device and block, checked against the packed
+    tensor itself (a weak reference), so a repacked weight never meets a stale descriptor."""
+    spec = tma_block(kw)
+    if not spec[0] or not (wp.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"):
+        return None
+    view = wp.view(-1, wp.shape[-1])
+    if view.shape[1] * wp.element_size() % 16 or view.data_ptr() % 16 or not wp.is_contiguous():
+        return None
+    key = (wp.data_ptr(), tuple(wp.shape), wp.dtype, wp.device, spec)
+    if use_cache and key in _DESC_CACHE:
+        ref, desc = _DESC_CACHE[key]
+        if ref() is wp:
+            _DESC_CACHE.move_to_end(key)
+            return desc
+        del _DESC_CACHE[key]
+    desc = TensorDescriptor.from_tensor(view, list(spec[1]))
+    desc.conv1d_spec = spec
+    if use_cache:
+        _DESC_CACHE[key] = (weakref.ref(wp), desc)
+        while len(_DESC_CACHE) > _PACK_CACHE_SIZE:
+            _DESC_CACHE.popitem(last=False)
+    return desc
+
+
+def _spec_kw(spec: tuple[int, tuple[int, int]]) -> dict:
+    """`tma_block`'s inverse: the config entries a descriptor was built for."""
+    w_tma, (a, b) = spec
+    return {"W_TMA": w_tma, "BLOCK_CI": b if w_tma == 2 else a, "BLOCK_CO": a if w_tma == 2 else b}
+
+
+def _pack_and_desc(weight: torch.Tensor, kw: dict, use_cache: bool) -> tuple[torch.Tensor, dict,
+                                                                             TensorDescriptor | None]:
+    """The gather packing (always `w_ptr`, whatever W_TMA: the autotuner's other configs read it), the
+    config with W_TMA cleared where TMA does not apply, and the descriptor (None without W_TMA; for W_TMA 2
+    over the K-major packing, which the descriptor keeps alive)."""
+    wp = pack_weight(weight, use_cache)
+    if not kw.get("W_TMA", 0):
+        return wp, kw, None
+    wt = pack_weight(weight, use_cache, "kmajor") if kw["W_TMA"] == 2 else wp
+    desc = weight_desc(wt, kw, use_cache)
+    return wp, (kw if desc is not None else {**kw, "W_TMA": 0}), desc
+
+
+def _autotune_desc(weight: torch.Tensor, c_in: int, c_out: int, use_cache: bool) -> TensorDescriptor | None:
+    """The one descriptor an autotuned launch passes: for the weight-TMA rows of `AUTOTUNE_SPACE` (all of
+    one W_TMA and block once fitted; `prune_configs` drops the others), None when the space has none."""
+    rows = [dict(zip(CONFIG_KEYS, r[:len(CONFIG_KEYS)])) for r in AUTOTUNE_SPACE]
+    tma_rows = [fit_config(r, c_in, c_out) for r in rows if r["W_TMA"]]
+    if not tma_rows:
+        return None
+    return _pack_and_desc(weight, tma_rows[0], use_cache)[2]
+
+
 def _interpreter_bf16(dtype: torch.dtype) -> bool:
     return dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -445,7 +553,7 @@ def fixed_config() -> dict:
     """The module-level constants as launch parameters."""
     return {"BLOCK_N": BLOCK_N, "BLOCK_CO": BLOCK_CO, "CO_SUB": CO_SUB, "BLOCK_CI": BLOCK_CI,
             "UNROLL_CI": UNROLL_CI, "PERSISTENT": PERSISTENT, "EVICT": EVICT, "SHIFT_T": SHIFT_T,
-            "num_warps": NUM_WARPS,
+            "W_TMA": W_TMA, "num_warps": NUM_WARPS,
             "num_stages": NUM_STAGES}
 
 
@@ -501,7 +609,7 @@ def choose_path(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
 # Plain launches of the gather kernel through `case_studies/common/launch.py`: at B 256 Triton's Python
 # launch path (autotuner key, argument binding) cost more than the kernel (85 us plain against 28.5 us as
 # a CUDA graph, results/case_studies/conv1d/bench.csv at ead6c8c).
-_plans = LaunchCache(_conv1d_kernel, n_tensors=4)
+_plans = LaunchCache(_conv1d_kernel, n_tensors=4)   # w_desc, when used, is the tail's last entry
 PLAN_CACHE = True      # False: every call through Triton's own launch path (for measuring it)
 
 
@@ -534,11 +642,18 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     with that signature allocate y, look up the packed weight and call the compiled launcher directly."""
     key = plan_key(x, weight, bias, stride, padding, config, autotune, use_cache, probes, path)
     plan = None if key is None else _plans.plans.get(key)
-    if plan is not None:
+    if plan is not None and plan.config["W_DESC"] is None:
         wp = pack_weight(weight, use_cache)
         y = x.new_empty((x.shape[0], weight.shape[0], plan.config["L_OUT"]))
         plan.launch((x, wp, wp if bias is None else bias, y))
         return y
+    if plan is not None:    # weights by TMA: this call's descriptor (`w_desc`, the last argument)
+        wp, _, wd = _pack_and_desc(weight, _spec_kw(plan.config["W_DESC"]), use_cache)
+        if wd is not None:
+            y = x.new_empty((x.shape[0], weight.shape[0], plan.config["L_OUT"]))
+            Plan(plan.compiled, plan.grid, plan.tail[:-1] + (wd,), plan.config).launch(
+                (x, wp, wp if bias is None else bias, y))
+            return y
     pinned = config is not None     # an empty dict pins the module constants (no autotuning)
     config = dict(config or {})
     path = config.pop("path", path)
@@ -583,23 +698,26 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
         fused.launch(x, wp, b, y, meta, cfg, sms)
         return y
-    wp = pack_weight(weight, use_cache)
-    b = bias.contiguous() if bias is not None else wp
     if use_autotune:
+        wd = _autotune_desc(weight, c_in, c_out, use_cache)
+        wp = pack_weight(weight, use_cache)
+        b = bias.contiguous() if bias is not None else wp
         compiled = _conv1d_autotuned[lambda m: (grid_size(n_total, c_out, m, sms),)](
-            x, wp, b, y, n_total, **meta)
+            x, wp, b, y, n_total, **meta, w_desc=wd)
         best = _conv1d_autotuned.best_config
         kw, nw, ns = dict(best.kwargs), best.num_warps, best.num_stages
     else:
         cfg = dict(fixed_config(), **config)
         kw = fit_config({k: cfg[k] for k in CONFIG_KEYS}, c_in, c_out)
+        wp, kw, wd = _pack_and_desc(weight, kw, use_cache)
+        b = bias.contiguous() if bias is not None else wp
         nw, ns = cfg["num_warps"], cfg["num_stages"]
         compiled = _conv1d_kernel[(grid_size(n_total, c_out, kw, sms),)](
-            x, wp, b, y, n_total, **meta, **kw, num_warps=nw, num_stages=ns)
+            x, wp, b, y, n_total, **meta, **kw, w_desc=wd, num_warps=nw, num_stages=ns)
     if key is not None:
-        named = dict(x_ptr=x, w_ptr=wp, b_ptr=b, y_ptr=y, n_total=n_total, **meta, **kw)
+        named = dict(x_ptr=x, w_ptr=wp, b_ptr=b, y_ptr=y, n_total=n_total, **meta, **kw, w_desc=wd)
         _plans.record(key, compiled, (grid_size(n_total, c_out, kw, sms),), named,
-                      {**kw, "num_warps": nw, "num_stages": ns, "L_OUT": meta["L_OUT"]})
+                      {**kw, "num_warps": nw, "num_stages": ns, "L_OUT": meta["L_OUT"], "W_DESC": desc_spec(wd)})
     return y
 
 

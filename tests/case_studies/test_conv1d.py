@@ -12,6 +12,7 @@ ensure_interpreter_if_no_gpu()
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 from case_studies.common.results import write_rows  # noqa: E402
 from case_studies.conv1d import fused, kernel, spec, tma  # noqa: E402
@@ -72,6 +73,10 @@ def test_no_bias_and_conv2d_formulation_agree():
     {"BLOCK_N": 32, "BLOCK_CO": 16, "CO_SUB": 3, "BLOCK_CI": 16, "UNROLL_CI": 2},
     {"BLOCK_N": 64, "BLOCK_CO": 32, "CO_SUB": 3, "BLOCK_CI": 32, "SHIFT_T": 0},
     {"BLOCK_N": 64, "BLOCK_CO": 32, "CO_SUB": 4, "BLOCK_CI": 32, "UNROLL_CI": 2, "PERSISTENT": 2},
+    # weights by TMA (host descriptors; the interpreter takes them): C_in 40 is off the 32-channel step
+    {"BLOCK_N": 32, "BLOCK_CO": 16, "CO_SUB": 2, "BLOCK_CI": 32, "W_TMA": 1},
+    {"BLOCK_N": 32, "BLOCK_CO": 16, "CO_SUB": 2, "BLOCK_CI": 16, "W_TMA": 1, "PERSISTENT": 1, "UNROLL_CI": 2},
+    {"BLOCK_N": 64, "BLOCK_CO": 16, "CO_SUB": 3, "BLOCK_CI": 32, "W_TMA": 2, "UNROLL_CI": 0, "num_stages": 2},
 ])
 def test_other_tile_configs(cfg):
     x, w, b = _inputs((3, 40, 24, 29, 3, 1, 1), torch.float16)
@@ -316,7 +321,8 @@ def test_launch_plan_key_and_recorded_tail(monkeypatch):
     cache = kernel.LaunchCache(jit, n_tensors=4)
     plan = cache.record(key, Compiled(), (9,), named, {"L_OUT": 123})
     assert plan.grid == (9, 1, 1) and plan.tail == tuple(kernel_arg_values(jit, named)[4:])
-    assert plan.tail[-1] is False                           # PROBES' default
+    assert plan.tail[-2] is False and plan.tail[-1] is None   # PROBES' and w_desc's defaults (w_desc last:
+    # the fast path replaces it with each call's descriptor)
 
 
 def test_dispatcher_follows_the_recorded_h200_table():
@@ -346,10 +352,26 @@ _SM90_CASES = """[
     (k._conv1d_kernel, {**{n: "*fp16" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr")}, "n_total": "i32",
                         **{n: "constexpr" for n in ("C_IN", "C_OUT", "L_IN", "L_OUT", "STRIDE", "PAD", "KSIZE",
                            "HAS_BIAS", "DOT_PRECISION", "UPCAST_DOT", "INT64", "BLOCK_N", "BLOCK_CO", "CO_SUB",
-                           "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T", "PROBES")}},
+                           "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T", "W_TMA", "PROBES", "w_desc")}},
      dict(C_IN=96, C_OUT=96, L_IN=200, L_OUT=200, STRIDE=1, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="ieee",
           UPCAST_DOT=False, INT64=False, BLOCK_N=128, BLOCK_CO=32, CO_SUB=3, BLOCK_CI=32, UNROLL_CI=1,
-          PERSISTENT=0, EVICT=0, SHIFT_T=1, PROBES=False)),
+          PERSISTENT=0, EVICT=0, SHIFT_T=1, W_TMA=0, PROBES=False, w_desc=None)),
+    (k._conv1d_kernel, {**{n: "*fp16" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr")}, "n_total": "i32",
+                        "w_desc": "tensordesc<fp16[32, 32]>",
+                        **{n: "constexpr" for n in ("C_IN", "C_OUT", "L_IN", "L_OUT", "STRIDE", "PAD", "KSIZE",
+                           "HAS_BIAS", "DOT_PRECISION", "UPCAST_DOT", "INT64", "BLOCK_N", "BLOCK_CO", "CO_SUB",
+                           "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T", "W_TMA", "PROBES")}},
+     dict(C_IN=96, C_OUT=96, L_IN=200, L_OUT=200, STRIDE=1, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="ieee",
+          UPCAST_DOT=False, INT64=False, BLOCK_N=128, BLOCK_CO=32, CO_SUB=3, BLOCK_CI=32, UNROLL_CI=0,
+          PERSISTENT=1, EVICT=0, SHIFT_T=1, W_TMA=1, PROBES=False)),
+    (k._conv1d_kernel, {**{n: "*fp32" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr")}, "n_total": "i32",
+                        "w_desc": "tensordesc<fp32[32, 32]>",
+                        **{n: "constexpr" for n in ("C_IN", "C_OUT", "L_IN", "L_OUT", "STRIDE", "PAD", "KSIZE",
+                           "HAS_BIAS", "DOT_PRECISION", "UPCAST_DOT", "INT64", "BLOCK_N", "BLOCK_CO", "CO_SUB",
+                           "BLOCK_CI", "UNROLL_CI", "PERSISTENT", "EVICT", "SHIFT_T", "W_TMA", "PROBES")}},
+     dict(C_IN=96, C_OUT=96, L_IN=200, L_OUT=200, STRIDE=1, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="tf32",
+          UPCAST_DOT=False, INT64=False, BLOCK_N=128, BLOCK_CO=32, CO_SUB=3, BLOCK_CI=32, UNROLL_CI=1,
+          PERSISTENT=0, EVICT=0, SHIFT_T=1, W_TMA=2, PROBES=False)),
     (t._conv1d_tma_kernel, {**{n: "*fp32" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr")}, "B": "i32",
                             **{n: "constexpr" for n in ("C_IN", "C_OUT", "L_IN", "L_OUT", "PAD", "KSIZE",
                                "HAS_BIAS", "DOT_PRECISION", "UPCAST_DOT", "INT64", "W_KMAJOR", "W_TMA", "BLOCK_L",
@@ -368,6 +390,30 @@ _SM90_CASES = """[
      dict(C_IN=96, C_OUT=96, L=200, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="ieee", UPCAST_DOT=False,
           INT64=False, SC=96, W_KMAJOR=False, BLOCK_N=128, BLOCK_CO=32, CO_SUB=3, BLOCK_CI=32, PROBES=False)),
 ]"""
+
+
+def test_weight_tma_descriptor_cache_and_fallbacks():
+    """Weights by TMA: the descriptor is cached with the packed weight and follows a repack (never stale);
+    rows that are not a multiple of 16 bytes fall back to pointer loads; an autotuned launch without a
+    descriptor never times a W_TMA config."""
+    x, w, b = _inputs((2, 32, 48, 20, 3, 1, 1), torch.float16)
+    kw = kernel.fit_config({k: kernel.fixed_config()[k] for k in kernel.CONFIG_KEYS} | {"W_TMA": 1}, 32, 48)
+    wp, kw1, d1 = kernel._pack_and_desc(w, kw, True)
+    assert kw1["W_TMA"] == 1 and d1.block_shape == [32, 32] and d1.base.data_ptr() == wp.data_ptr()
+    assert kernel._pack_and_desc(w, kw, True)[2] is d1                       # cached
+    w.mul_(2.0)                                                              # in place: repacked
+    wp2, _, d2 = kernel._pack_and_desc(w, kw, True)
+    assert d2 is not d1 and d2.base.data_ptr() == wp2.data_ptr() and torch.equal(d2.base, wp2.view(-1, 48))
+    _, kw2, d3 = kernel._pack_and_desc(w, dict(kw, W_TMA=2), True)           # K-major: [K * C_out, C_in]
+    assert kw2["W_TMA"] == 2 and list(d3.shape) == [3 * 48, 32] and d3.block_shape == [32, 32]
+    w17 = _inputs((2, 32, 17, 20, 3, 1, 1), torch.float16)[1]               # 34-byte rows: no TMA
+    assert kernel._pack_and_desc(w17, kernel.fit_config(kw, 32, 17), True)[1]["W_TMA"] == 0
+    configs = [triton.Config(dict(c.kwargs, W_TMA=t)) for c in kernel.autotune_configs() for t in (0, 1)]
+    args = {"C_IN": 32, "C_OUT": 48, "x_ptr": x}
+    assert all(c.kwargs["W_TMA"] == 0 for c in kernel.prune_configs(configs, args, w_desc=None))
+    kept = kernel.prune_configs(configs, args, w_desc=d1)
+    assert any(c.kwargs["W_TMA"] == 1 for c in kept)
+    assert all(kernel.tma_block(c.kwargs) == d1.conv1d_spec for c in kept if c.kwargs["W_TMA"])
 
 
 def test_kernels_compile_for_sm90():
