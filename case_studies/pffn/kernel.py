@@ -320,9 +320,12 @@ _split_plans = LaunchCache(_pffn_splitk_kernel, n_tensors=6)   # the workspace r
 # otherwise (the fp16 tuner picked 32 x 32 x 8 warps there: 29.1 us).
 # Host-built weight descriptors (HOST_TMA), same call, fp16, graph / plain medians of 5 rounds
 # (results/case_studies/pffn/host_tma/ab_*.json): B 256 D 256 17.06 / 16.40 us against 17.79 / 17.34 with
-# the in-kernel ones (-4%, rounds do not overlap; 32- and 64-row tiles 18.6 and 24.0, split K 19.7): on
-# there. B 64 D 128 (split K 2 x 128): 11.17 us against 12.74 with in-kernel descriptors, but block
-# pointers stay ahead at 10.66; SPLIT_K 4 x 64 and 2 x 64 (2 stages) 11.4-11.5: off there. Host cost:
+# the in-kernel ones (-4%, rounds do not overlap; 32- and 64-row tiles 18.6 and 24.0, split K 19.7); this
+# rule against the old one in a second call (confirm_b256_d256.json, 7 rounds): 16.77 / 16.06 against
+# 17.82 / 17.57, eager 25.41 graph: on there (measured at B 256 D 256 only; other shapes under this rule
+# take it where host_descriptors() allows). B 64 D 128 (split K 2 x 128): 11.17 us against 12.74 with
+# in-kernel descriptors, but block pointers stay ahead at 10.66; SPLIT_K 4 x 64 and 2 x 64 (2 stages)
+# 11.4-11.5, one pass 11.6: off there. Host cost:
 # Triton's launcher encodes both descriptors at every launch, +4.4 us of host time a call at B 256.
 SHAPE_RULES: list[tuple[int, int, dict]] = [
     (64, 128, {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}),
