@@ -81,7 +81,13 @@ PERSISTENT = 0        # 0: one tile per program; p > 0: p programs per SM loop o
 EVICT = 0             # 1: x loads evict_first, weight loads evict_last (L1/L2 hints)
 SHIFT_T = 1           # 1: shifted taps loaded as [ci, n] (a layout with 32 consecutive n across the lanes)
 W_TMA = 0             # weight tiles by TMA (host descriptor) into shared memory: 1 from [K*C_in, C_out],
-#                       2 from the K-major [K*C_out, C_in]; 0: pointer loads (see `weight_desc`)
+#                       2 from the K-major [K*C_out, C_in]; 0: pointer loads (see `weight_desc`).
+# Off: measured no win on the H200 at the production shape (results/case_studies/conv1d/wtma/wtma.json,
+# commit e4e255b, plain launches, L2 flushed, medians of 3 rounds; graph within 0.5 us): fp16 gather 126.2
+# us against W_TMA 1 168.4 (each unrolled TMA load is waited for at once: 27 serial L2 round trips a
+# program), persistent 378 / 217 (1 / 2 per SM), BLOCK_N 256 x 8 warps 246.6 (158.3 without TMA), looped C_in
+# with num_stages 2 123.6 (the pipeliner prefetches the TMA tiles: 2 %, under the 3 % bar), 3 stages 151.7;
+# bf16 126.3 against 168.8; fp32 gather 300.5 against 420.0 (W_TMA 1) and 356.6 (W_TMA 2), "cl" 271.9.
 NUM_WARPS = 4
 NUM_STAGES = 1
 # On a GPU, tune per shape over `autotune_configs()`; the constants above are the interpreter's config,
@@ -110,6 +116,7 @@ AUTOTUNE_SPACE = [
     # (239 us), eviction hints (142), operands loaded a step ahead (140-143), 64 x 2 accumulators (191),
     # one 128-wide accumulator (164 fp16, 690 fp32: gpu_run6_sweep2.json), and before that the
     # software-pipelined C_in loop (201 us fp16, 887 fp32) and persistent variants (212-283 us fp16).
+    # Weights by TMA (W_TMA) lost or tied in every variant measured (see W_TMA above): no W_TMA row.
     (128, 32, 4, 32, 1, 0, 0, 1, 0, 4, 1),
     (64, 32, 4, 32, 1, 0, 0, 1, 0, 4, 1),
     (128, 32, 4, 32, 1, 0, 0, 1, 0, 8, 1),
