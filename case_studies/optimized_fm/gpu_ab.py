@@ -5,7 +5,8 @@ every FP16 shape of the benchmark, on a GPU.
 
 The autotuner times configs with Triton's `do_bench` (plain launches through its autotuned launch path,
 L2 flushed); the recorded benchmark times the chosen kernel as CUDA-graph replays with the L2 flushed.
-Here, per shape: the autotuner's pick (the normal call path), then every config the pruner keeps
+Here, per shape: the pick of the normal call path (the autotuner's, or the shape's pinned
+`kernel.SHAPE_RULES` config), then every config the pruner keeps
 (`kernel.configs_for`), each checked against the reference with its output poisoned with NaN first,
 then all of them and eager timed as CUDA-graph replays (`case_studies.common.timing.bench_graph`, L2
 flushed before every call) in `--rounds` interleaved rounds; medians of the round medians go to the JSON
@@ -54,8 +55,9 @@ def run_shape(p: dict[str, Any], rounds: int, rep_ms: float) -> dict[str, Any]:
     x, y = make_inputs(p, torch.float16, "cuda")
     ref = optimized_fm_reference(x, y).float()
     atol, rtol = TOLERANCES["float16"]
-    fk.optimized_fm(x, y)                                   # the autotuner's pick, as the benchmark gets it
-    picks = [c for k, c in fk.best_config().items() if tuple(k[:3]) == (p["N"], p["D"], p["K"])]
+    fk.optimized_fm(x, y)                                   # the pick, as the benchmark gets it
+    rule = fk.rule_config(p["B"], p["N"], p["D"], p["K"], torch.float16)
+    picks = [rule] if rule else [c for k, c in fk.best_config().items() if tuple(k[:3]) == (p["N"], p["D"], p["K"])]
     pick = config_name(picks[0]) if picks else None
     configs = {config_name(c): c for c in fk.configs_for(p)}
     res: dict[str, Any] = {"shape": p["name"], "params": p, "pick": pick, "checks": {}, "timing": {}}

@@ -163,3 +163,17 @@ def test_launch_plan_keeps_the_argument_tail_in_signature_order():
     assert cache.record(("interp",), None, (1,), named, {}) is None     # the interpreter returns nothing
     with pytest.raises(KeyError):
         kernel_arg_values(jit, {"x_ptr": 0})
+
+
+def test_pinned_configs_are_configs_the_autotuner_could_pick():
+    """SHAPE_RULES pins, per measured shape, one of the configs the pruner keeps there (so the compile-cache
+    warming builds it); unmeasured shapes and dtypes stay with the autotuner."""
+    from case_studies.optimized_fm import kernel as fk
+
+    assert fk.SHAPE_RULES
+    for (bsz, n, d, k, dtype), cfg in fk.SHAPE_RULES.items():
+        assert fk.rule_config(bsz, n, d, k, dtype) == cfg
+        assert cfg in fk.configs_for({"B": bsz, "N": n, "D": d, "K": k})
+    assert fk.rule_config(1024, 24, 224, 16, torch.float16) is None           # the pick was the fastest there
+    assert fk.rule_config(1024, 40, 224, 16, torch.bfloat16) is None          # not measured in bf16
+    assert fk.rule_config(512, 40, 224, 16, torch.float16) is None
