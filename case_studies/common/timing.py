@@ -86,6 +86,12 @@ def bench(fn: Callable[[], object], *, warmup_ms: float = 25.0, rep_ms: float = 
         torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
     if dev.type != "cuda":
         return _bench_cpu(fn, warmup_ms, rep_ms, max_iters)
+    return _summarize(_cuda_times_ms(fn, dev, warmup_ms, rep_ms, flush_l2, max_iters), mode)
+
+
+def _cuda_times_ms(fn: Callable[[], object], dev: torch.device, warmup_ms: float, rep_ms: float,
+                   flush_l2: bool, max_iters: int) -> list[float]:
+    """Every timed call's milliseconds (the body of `bench`)."""
     cache = _flush_buffer(dev) if flush_l2 else None
     fn()
     torch.cuda.synchronize(dev)
@@ -112,7 +118,7 @@ def bench(fn: Callable[[], object], *, warmup_ms: float = 25.0, rep_ms: float = 
         fn()
         ends[i].record()
     torch.cuda.synchronize(dev)
-    return _summarize([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], mode)
+    return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
 
 
 def capture_graph(fn: Callable[[], object], *, warmup_calls: int = 3) -> torch.cuda.CUDAGraph:
@@ -139,18 +145,33 @@ def bench_graph(fn: Callable[[], object], **kw: object) -> Timing:
     return bench(g.replay, mode="graph", **kw)  # type: ignore[arg-type]
 
 
-def graph_autotune_bench(rep_ms: float = 20.0, warmup_ms: float = 5.0) -> Callable:
+def _cold_graph_ms(fn: Callable[[], object], rep_ms: float, warmup_ms: float, quantiles: object) -> object:
+    """`fn` captured in a CUDA graph, its replays timed as `bench_graph` times them (L2 flushed before
+    each), reported as `do_bench` reports: the quantiles in milliseconds, or the mean."""
+    g = capture_graph(fn)
+    times = _cuda_times_ms(g.replay, torch.device("cuda", torch.cuda.current_device()), warmup_ms, rep_ms,
+                           True, 10_000)
+    if quantiles is None:
+        return statistics.fmean(times)
+    return [_quantile(times, float(q)) for q in quantiles]  # type: ignore[union-attr]
+
+
+def graph_autotune_bench(rep_ms: float = 20.0, warmup_ms: float = 5.0, cold_l2: bool = False) -> Callable:
     """A `do_bench` for `triton.autotune` that times each config as CUDA-graph replays.
 
     The autotuner's ordinary `do_bench` launches through Triton's autotuned launch path, which costs
     tens of microseconds of Python a call: for kernels shorter than that it times the host, and the pick
     is noise (PFFN B 256 D 256 fp16 on the H200: a config measured at 29.5 us picked over one at 18.3;
-    results/case_studies/pffn/README.md). Graph replays time the kernels alone (L2 warm). A config that
-    cannot be captured is timed the ordinary way."""
+    results/case_studies/pffn/README.md). Graph replays time the kernels alone: with a warm L2
+    (`triton.testing.do_bench_cudagraph`), or with `cold_l2` exactly as the recorded benchmark times
+    them (`bench_graph`: the L2 flushed before every replay), for kernels whose inputs fit in L2 and
+    whose ranking changes with it. A config that cannot be captured is timed the ordinary way."""
     import triton
 
     def bench_fn(fn: Callable[[], object], quantiles: object = None) -> object:
         try:
+            if cold_l2:
+                return _cold_graph_ms(fn, rep_ms, warmup_ms, quantiles)
             return triton.testing.do_bench_cudagraph(fn, rep=rep_ms, quantiles=quantiles)
         except RuntimeError:
             log.warning("graph capture failed while autotuning; timing with plain launches", exc_info=True)

@@ -28,3 +28,28 @@ def test_graph_timing_first_plain_launches_when_capture_fails(monkeypatch):
     assert bench(lambda: None, quantiles=q) == [1.0, 0.9, 1.1]
     assert bench(lambda: None, quantiles=q) == [2.0, 1.9, 2.1]
     assert calls == [("graph", 20, q), ("graph", 20, q), ("plain", 5, 20, q)]
+
+
+def test_cold_l2_graph_timing_reports_like_do_bench(monkeypatch):
+    """With `cold_l2` each config is captured and its replays timed with the L2 flush (`bench_graph`'s
+    way); the autotuner gets do_bench's answer: the requested quantiles in milliseconds, or the mean."""
+    from case_studies.common import timing
+
+    captured = []
+    monkeypatch.setattr(timing, "capture_graph", lambda fn: captured.append(fn) or type("G", (), {"replay": fn})())
+    monkeypatch.setattr(timing.torch.cuda, "current_device", lambda: 0)
+    seen = {}
+
+    def times(fn, dev, warmup_ms, rep_ms, flush_l2, max_iters):
+        seen.update(flush_l2=flush_l2, rep_ms=rep_ms, warmup_ms=warmup_ms)
+        return [1.0, 2.0, 3.0, 4.0, 5.0]
+
+    monkeypatch.setattr(timing, "_cuda_times_ms", times)
+    bench = graph_autotune_bench(rep_ms=20, warmup_ms=5, cold_l2=True)
+
+    def fn():
+        return None
+
+    assert bench(fn, quantiles=(0.5, 0.2, 0.8)) == [3.0, 1.8, 4.2]
+    assert bench(fn) == 3.0
+    assert captured == [fn, fn] and seen == {"flush_l2": True, "rep_ms": 20, "warmup_ms": 5}
