@@ -266,8 +266,9 @@ def _optimized_fm_kernel(
 # Configs are timed as the recorded benchmark times kernels: CUDA-graph replays with the L2 flushed before
 # each (`graph_autotune_bench(cold_l2=True)`). With Triton's `do_bench` (plain launches through the
 # autotuned launch path) the pick at N 24 K 16 changed between two calls of the same commit: the
-# transposed streaming loop (10.82 us) in one, the untransposed one (11.52 us, recorded 11.58) in the next
-# (results/case_studies/optimized_fm/gpu_ab/). Warm-L2 graph timing is no substitute here: X (11 MB at
+# transposed streaming loop (10.82 us) in one (gpu_ab/fm_ab1.json), the untransposed one (11.52 us there,
+# 11.58 in that run: gpu_ab/run_75b3dde_*) in the next (results/case_studies/optimized_fm/). With this
+# timer every fp16 shape's pick was the A/B's fastest config (gpu_ab/fm_ab2.json, commit e6f9b02). Warm-L2 graph timing is no substitute here: X (11 MB at
 # N 24) fits in the 50 MB L2, and a kernel timed on a warm L2 is not the one the benchmark measures.
 _autotune_bench = graph_autotune_bench(AUTOTUNE_REP_MS, AUTOTUNE_WARMUP_MS, cold_l2=True)
 
@@ -279,7 +280,7 @@ _plans = LaunchCache(_optimized_fm_kernel, n_tensors=3)
 
 
 # Pinned configs by exact shape (B, N, D, K, dtype), where the autotuner's pick measured slower than another
-# config of its own list in a same-call A/B (results/case_studies/optimized_fm/gpu_ab/fm_ab.json, commit
+# config of its own list in a same-call A/B (results/case_studies/optimized_fm/gpu_ab/fm_ab1.json, commit
 # a50329f: every config the pruner keeps, CUDA-graph replays, L2 flushed, 3 interleaved rounds; the
 # autotuner times plain launches). N 40 K 16: 12.99 us against the pick's 13.76 (no-pipeline, 4
 # elements); N 24 K 32: 13.31 against 14.02 (transposed streaming loop, 2 elements). At the other seven
