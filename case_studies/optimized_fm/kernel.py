@@ -268,8 +268,9 @@ def _optimized_fm_kernel(
 # autotuned launch path) the pick at N 24 K 16 changed between two calls of the same commit: the
 # transposed streaming loop (10.82 us) in one (gpu_ab/fm_ab1.json), the untransposed one (11.52 us there,
 # 11.58 in that run: gpu_ab/run_75b3dde_*) in the next (results/case_studies/optimized_fm/). With this
-# timer every fp16 shape's pick was the A/B's fastest config (gpu_ab/fm_ab2.json, commit e6f9b02). Warm-L2 graph timing is no substitute here: X (11 MB at
-# N 24) fits in the 50 MB L2, and a kernel timed on a warm L2 is not the one the benchmark measures.
+# timer every fp16 shape's pick was the A/B's fastest config (gpu_ab/fm_ab2.json, commit e6f9b02).
+# Warm-L2 graph timing is no substitute here: X (11 MB at N 24) fits in the 50 MB L2, and a kernel timed
+# on a warm L2 is not the one the benchmark measures.
 _autotune_bench = graph_autotune_bench(AUTOTUNE_REP_MS, AUTOTUNE_WARMUP_MS, cold_l2=True)
 
 
