@@ -39,8 +39,8 @@ try:  # probes are compiled away unless PROBES=True; the interpreter lacks the s
 except Exception:  # pragma: no cover - depends on the triton build
     pl = None
 
-# BLOCK_L, BLOCK_CO, CO_SUB, BLOCK_CI, STAGES, TMA_STORE, num_warps
-TMA_CONFIG_KEYS = ("BLOCK_L", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "STAGES", "TMA_STORE", "W_TMA", "PERSIST")
+# BLOCK_L, BLOCK_CO, CO_SUB, BLOCK_CI, STAGES, TMA_STORE, W_TMA, PERSIST, FLAT (and num_warps)
+TMA_CONFIG_KEYS = ("BLOCK_L", "BLOCK_CO", "CO_SUB", "BLOCK_CI", "STAGES", "TMA_STORE", "W_TMA", "PERSIST", "FLAT")
 TMA_TUNABLES = {
     "BLOCK_L": [64, 128, 256],
     "BLOCK_CO": [16, 32, 64],
@@ -50,10 +50,11 @@ TMA_TUNABLES = {
     "TMA_STORE": [0, 1],
     "W_TMA": [0, 1],
     "PERSIST": [0, 1, 2, 3, 4],
+    "FLAT": [0, 1],
     "NUM_WARPS": [4, 8],
 }
 TMA_DEFAULT = {"BLOCK_L": 128, "BLOCK_CO": 32, "CO_SUB": 4, "BLOCK_CI": 32, "STAGES": 3, "TMA_STORE": 0,
-               "W_TMA": 0, "PERSIST": 0, "num_warps": 4}
+               "W_TMA": 0, "PERSIST": 0, "FLAT": 0, "num_warps": 4}
 
 
 @triton.jit
@@ -127,15 +128,39 @@ def _store(acc, b_ptr, y_ptr, y_desc, y_row, b, l0, c0,
 
 
 @triton.jit
+def _store_flat(acc, b_ptr, y_ptr, n0, c0, N_TOTAL, C_OUT: tl.constexpr, L_OUT: tl.constexpr,
+                HAS_BIAS: tl.constexpr, INT64: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr):
+    """FLAT tiles: BLOCK_L flattened positions, which may span two examples, stored by pointer."""
+    n = n0 + tl.arange(0, BLOCK_L)
+    co = c0 + tl.arange(0, BLOCK_CO)
+    co_ok = co < C_OUT
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)[None, :]
+    bb = n // L_OUT
+    if INT64:
+        bb = bb.to(tl.int64)
+    tl.store(y_ptr + bb[:, None] * (C_OUT * L_OUT) + co[None, :] * L_OUT + (n % L_OUT)[:, None],
+             acc.to(y_ptr.dtype.element_ty), mask=(n < N_TOTAL)[:, None] & co_ok[None, :])
+
+
+@triton.jit
 def _operands(x_desc, w_desc, w_ptr, b, l0, co0, c, k, C_IN: tl.constexpr, C_OUT: tl.constexpr,
               PAD: tl.constexpr, UPCAST_DOT: tl.constexpr, W_KMAJOR: tl.constexpr, W_TMA: tl.constexpr,
               MASK_CO: tl.constexpr, MASK_CI: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr,
-              CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr, PROBES: tl.constexpr):
+              CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr, PROBES: tl.constexpr,
+              FLAT: tl.constexpr = 0, L_IN: tl.constexpr = 1):
     """Step (c, k): the x box `[BLOCK_L, BLOCK_CI]` at rows l0 + k - pad (zeros outside [0, L)) and the
-    CO_SUB weight tiles `[BLOCK_CI, BLOCK_CO]` (the unused slots repeat the first; never read)."""
+    CO_SUB weight tiles `[BLOCK_CI, BLOCK_CO]` (the unused slots repeat the first; never read).
+    FLAT: l0 is a flattened position b * L + l; rows whose shifted position leaves its own example (they
+    hold the neighbouring example's edge) are zeroed in registers: the padding."""
     if PROBES:
         pl.enter_scope("load_x")
-    a = x_desc.load([b, l0 + k - PAD, c * BLOCK_CI]).reshape(BLOCK_L, BLOCK_CI)
+    if FLAT:
+        a = x_desc.load([l0 + k - PAD, c * BLOCK_CI])
+        p = (l0 + tl.arange(0, BLOCK_L)) % L_IN + (k - PAD)
+        a = tl.where(((p >= 0) & (p < L_IN))[:, None], a, tl.zeros_like(a))
+    else:
+        a = x_desc.load([b, l0 + k - PAD, c * BLOCK_CI]).reshape(BLOCK_L, BLOCK_CI)
     if UPCAST_DOT:  # Triton 3.6's interpreter computes bf16 dots wrongly; bf16 -> fp32 is exact
         a = a.to(tl.float32)
     if PROBES:
@@ -179,23 +204,36 @@ def _operands(x_desc, w_desc, w_ptr, b, l0, co0, c, k, C_IN: tl.constexpr, C_OUT
 def _epilogue(acc0, acc1, acc2, acc3, b_ptr, y_ptr, y_desc, b, l0, co0,
               C_OUT: tl.constexpr, L_OUT: tl.constexpr, HAS_BIAS: tl.constexpr, INT64: tl.constexpr,
               TMA_STORE: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr,
-              PROBES: tl.constexpr):
+              PROBES: tl.constexpr, FLAT: tl.constexpr = 0, N_TOTAL=0):
     if PROBES:
         pl.enter_scope("epilogue")
-    bb = b
-    if INT64:
-        bb = bb.to(tl.int64)
-    y_row = bb * (C_OUT * L_OUT)
-    _store(acc0, b_ptr, y_ptr, y_desc, y_row, b, l0, co0, C_OUT, L_OUT, HAS_BIAS, TMA_STORE, BLOCK_L, BLOCK_CO)
-    if CO_SUB > 1:
-        _store(acc1, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + BLOCK_CO, C_OUT, L_OUT, HAS_BIAS, TMA_STORE,
-               BLOCK_L, BLOCK_CO)
-    if CO_SUB > 2:
-        _store(acc2, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + 2 * BLOCK_CO, C_OUT, L_OUT, HAS_BIAS, TMA_STORE,
-               BLOCK_L, BLOCK_CO)
-    if CO_SUB > 3:
-        _store(acc3, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + 3 * BLOCK_CO, C_OUT, L_OUT, HAS_BIAS, TMA_STORE,
-               BLOCK_L, BLOCK_CO)
+    if FLAT:   # l0 is the flattened position of the tile's first row
+        _store_flat(acc0, b_ptr, y_ptr, l0, co0, N_TOTAL, C_OUT, L_OUT, HAS_BIAS, INT64, BLOCK_L, BLOCK_CO)
+        if CO_SUB > 1:
+            _store_flat(acc1, b_ptr, y_ptr, l0, co0 + BLOCK_CO, N_TOTAL, C_OUT, L_OUT, HAS_BIAS, INT64, BLOCK_L,
+                        BLOCK_CO)
+        if CO_SUB > 2:
+            _store_flat(acc2, b_ptr, y_ptr, l0, co0 + 2 * BLOCK_CO, N_TOTAL, C_OUT, L_OUT, HAS_BIAS, INT64,
+                        BLOCK_L, BLOCK_CO)
+        if CO_SUB > 3:
+            _store_flat(acc3, b_ptr, y_ptr, l0, co0 + 3 * BLOCK_CO, N_TOTAL, C_OUT, L_OUT, HAS_BIAS, INT64,
+                        BLOCK_L, BLOCK_CO)
+    else:
+        bb = b
+        if INT64:
+            bb = bb.to(tl.int64)
+        y_row = bb * (C_OUT * L_OUT)
+        _store(acc0, b_ptr, y_ptr, y_desc, y_row, b, l0, co0, C_OUT, L_OUT, HAS_BIAS, TMA_STORE, BLOCK_L,
+               BLOCK_CO)
+        if CO_SUB > 1:
+            _store(acc1, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + BLOCK_CO, C_OUT, L_OUT, HAS_BIAS, TMA_STORE,
+                   BLOCK_L, BLOCK_CO)
+        if CO_SUB > 2:
+            _store(acc2, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + 2 * BLOCK_CO, C_OUT, L_OUT, HAS_BIAS,
+                   TMA_STORE, BLOCK_L, BLOCK_CO)
+        if CO_SUB > 3:
+            _store(acc3, b_ptr, y_ptr, y_desc, y_row, b, l0, co0 + 3 * BLOCK_CO, C_OUT, L_OUT, HAS_BIAS,
+                   TMA_STORE, BLOCK_L, BLOCK_CO)
     if PROBES:
         pl.exit_scope("epilogue")
 
@@ -209,23 +247,35 @@ def _conv1d_tma_kernel(
     W_KMAJOR: tl.constexpr, W_TMA: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_CO: tl.constexpr, CO_SUB: tl.constexpr, BLOCK_CI: tl.constexpr,
     STAGES: tl.constexpr, TMA_STORE: tl.constexpr, PERSIST: tl.constexpr,
-    PROBES: tl.constexpr = False,
+    PROBES: tl.constexpr = False, FLAT: tl.constexpr = 0,
 ):
     """x channels-last `[B, L_IN, C_IN]`, y `[B, C_OUT, L_OUT]`, both contiguous; w packed (see `_w_tile`).
     Tiles: C_out groups x L tiles x B, C_out groups fastest (programs sharing x run together). PERSIST = 0:
     one tile per program; otherwise a persistent grid whose (tile, step) loop is one flat loop, so the
-    pipeliner prefetches the next tile's boxes during this tile's last steps and its epilogue."""
+    pipeliner prefetches the next tile's boxes during this tile's last steps and its epilogue.
+    FLAT = 1 (L_OUT == L_IN): tiles over the flattened positions B * L instead of per example, so L = 200
+    wastes no MMA rows on padding positions (x as `[B * L_IN, C_IN]`; `_operands` zeroes the rows a tap
+    shifts across an example's edge; `_store_flat`)."""
     pid = tl.program_id(0)
     CO_GROUP: tl.constexpr = BLOCK_CO * CO_SUB
     N_GROUPS: tl.constexpr = (C_OUT + CO_GROUP - 1) // CO_GROUP
-    N_LT: tl.constexpr = (L_OUT + BLOCK_L - 1) // BLOCK_L
+    if FLAT:
+        n_total = B * L_OUT
+        n_lt = tl.cdiv(n_total, BLOCK_L)       # tiles along the flattened positions (run time: B is)
+    else:
+        n_total = 0
+        n_lt = (L_OUT + BLOCK_L - 1) // BLOCK_L
     MASK_CO: tl.constexpr = C_OUT % CO_GROUP != 0
     MASK_CI: tl.constexpr = C_IN % BLOCK_CI != 0
     N_CI: tl.constexpr = (C_IN + BLOCK_CI - 1) // BLOCK_CI
     STEPS: tl.constexpr = N_CI * KSIZE
 
-    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[B, L_IN, C_IN], strides=[L_IN * C_IN, C_IN, 1],
-                                       block_shape=[1, BLOCK_L, BLOCK_CI])
+    if FLAT:
+        x_desc = tl.make_tensor_descriptor(x_ptr, shape=[B * L_IN, C_IN], strides=[C_IN, 1],
+                                           block_shape=[BLOCK_L, BLOCK_CI])
+    else:
+        x_desc = tl.make_tensor_descriptor(x_ptr, shape=[B, L_IN, C_IN], strides=[L_IN * C_IN, C_IN, 1],
+                                           block_shape=[1, BLOCK_L, BLOCK_CI])
     if W_TMA:   # the weights by TMA too
         if W_KMAJOR:
             w_desc = tl.make_tensor_descriptor(w_ptr, shape=[KSIZE * C_OUT, C_IN], strides=[C_IN, 1],
@@ -247,23 +297,27 @@ def _conv1d_tma_kernel(
     acc3 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
     if PERSIST:
         n_progs = tl.num_programs(0)
-        n_tiles = N_GROUPS * N_LT * B
+        n_tiles = N_GROUPS * n_lt if FLAT else N_GROUPS * n_lt * B
         my_steps = tl.cdiv(n_tiles - pid, n_progs) * STEPS
         for it in tl.range(0, my_steps, num_stages=STAGES):
             tile = pid + (it // STEPS) * n_progs
             s = it % STEPS
             rest = tile // N_GROUPS
             co0 = (tile % N_GROUPS) * CO_GROUP
-            l0 = (rest % N_LT) * BLOCK_L
-            b = rest // N_LT
+            if FLAT:
+                l0 = rest * BLOCK_L
+                b = 0
+            else:
+                l0 = (rest % n_lt) * BLOCK_L
+                b = rest // n_lt
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
                                           C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
-                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES)
+                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES, FLAT, L_IN)
             acc0, acc1, acc2, acc3 = _mma4(acc0, acc1, acc2, acc3, a, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
                                            PROBES)
             if s == STEPS - 1:
                 _epilogue(acc0, acc1, acc2, acc3, b_ptr, y_ptr, y_desc, b, l0, co0, C_OUT, L_OUT, HAS_BIAS,
-                          INT64, TMA_STORE, BLOCK_L, BLOCK_CO, CO_SUB, PROBES)
+                          INT64, TMA_STORE, BLOCK_L, BLOCK_CO, CO_SUB, PROBES, FLAT, n_total)
                 acc0 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
                 acc1 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
                 acc2 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
@@ -271,16 +325,20 @@ def _conv1d_tma_kernel(
     else:
         rest = pid // N_GROUPS
         co0 = (pid % N_GROUPS) * CO_GROUP
-        l0 = (rest % N_LT) * BLOCK_L
-        b = rest // N_LT
+        if FLAT:
+            l0 = rest * BLOCK_L
+            b = 0
+        else:
+            l0 = (rest % n_lt) * BLOCK_L
+            b = rest // n_lt
         for s in tl.range(STEPS, num_stages=STAGES):
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
                                           C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
-                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES)
+                                          BLOCK_CO, CO_SUB, BLOCK_CI, PROBES, FLAT, L_IN)
             acc0, acc1, acc2, acc3 = _mma4(acc0, acc1, acc2, acc3, a, w0, w1, w2, w3, CO_SUB, DOT_PRECISION,
                                            PROBES)
         _epilogue(acc0, acc1, acc2, acc3, b_ptr, y_ptr, y_desc, b, l0, co0, C_OUT, L_OUT, HAS_BIAS, INT64,
-                  TMA_STORE, BLOCK_L, BLOCK_CO, CO_SUB, PROBES)
+                  TMA_STORE, BLOCK_L, BLOCK_CO, CO_SUB, PROBES, FLAT, n_total)
 
 
 @triton.jit
@@ -330,9 +388,19 @@ def tma_applies(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
     l_out = l_in + 2 * padding - ksize + 1
     if stride != 1 or l_out <= 0 or bsz * max(l_in, c_out) >= 2**31 or (c_in * elem) % 16:
         return False
+    if cfg.get("FLAT") and (l_out != l_in or cfg.get("TMA_STORE")):   # a constant row shift; pointer stores
+        return False
     if cfg.get("W_TMA") and (c_in % cfg["BLOCK_CI"] or (not w_kmajor and (c_out * elem) % 16)):
         return False
     return not cfg.get("TMA_STORE") or ((l_out * elem) % 16 == 0 and c_out % cfg["BLOCK_CO"] == 0)
+
+
+def n_tiles(bsz: int, meta: dict, kw: dict) -> int:
+    """Output tiles: C_out groups x (flattened position tiles, or position tiles per example)."""
+    groups = triton.cdiv(meta["C_OUT"], kw["BLOCK_CO"] * kw["CO_SUB"])
+    if kw.get("FLAT"):
+        return groups * triton.cdiv(bsz * meta["L_OUT"], kw["BLOCK_L"])
+    return groups * triton.cdiv(meta["L_OUT"], kw["BLOCK_L"]) * bsz
 
 
 def launch(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tensor, meta: dict, cfg: dict,
@@ -341,8 +409,7 @@ def launch(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tensor, 
     C_in]` when w_kmajor), y `[B, C_out, L_out]` contiguous; `meta` as `kernel.launch_meta` builds it."""
     ensure_allocator()
     kw = {k: cfg.get(k, TMA_DEFAULT[k]) for k in TMA_CONFIG_KEYS}
-    tiles = triton.cdiv(meta["C_OUT"], kw["BLOCK_CO"] * kw["CO_SUB"]) * \
-        triton.cdiv(meta["L_OUT"], kw["BLOCK_L"]) * x.shape[0]
+    tiles = n_tiles(x.shape[0], meta, kw)
     grid = min(tiles, kw["PERSIST"] * sm_count) if kw["PERSIST"] else tiles
     _conv1d_tma_kernel[(grid,)](
         x, wp, b, y, x.shape[0], C_IN=meta["C_IN"], C_OUT=meta["C_OUT"], L_IN=meta["L_IN"],
@@ -353,15 +420,15 @@ def launch(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tensor, 
 
 
 # The channels-last path's autotune list (x transposed by `to_channels_last`, then this kernel), as data:
-# BLOCK_L, BLOCK_CO, CO_SUB, BLOCK_CI, STAGES, TMA_STORE, W_TMA, PERSIST, num_warps.
+# BLOCK_L, BLOCK_CO, CO_SUB, BLOCK_CI, STAGES, TMA_STORE, W_TMA, PERSIST, FLAT, num_warps.
 # H200, fp32 production shape, kernel alone (results/case_studies/conv1d/gpu_run6_sweep2.json): the first
 # row 187 us, 128-wide accumulators 187-248, weights by TMA 200; the persistent rows were not measured
 # before this list went into the benchmark's autotuner.
-CL_AUTOTUNE_SPACE = [
-    (128, 32, 4, 32, 3, 0, 0, 0, 4),
-    (128, 32, 4, 32, 3, 0, 0, 2, 4),
-    (128, 32, 4, 32, 2, 0, 0, 3, 4),
-    (128, 128, 1, 32, 3, 0, 1, 1, 4),
+CL_AUTOTUNE_SPACE = [   # ... PERSIST, FLAT, num_warps
+    (128, 32, 4, 32, 3, 0, 0, 0, 0, 4),
+    (128, 32, 4, 32, 3, 0, 0, 2, 0, 4),
+    (128, 32, 4, 32, 2, 0, 0, 3, 0, 4),
+    (128, 128, 1, 32, 3, 0, 1, 1, 0, 4),
 ]
 AUTOTUNE_WARMUP_MS = 5
 AUTOTUNE_REP_MS = 20
@@ -415,14 +482,15 @@ def conv1d_cl(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tenso
         bsz = x.shape[0]
 
         def grid(m: dict) -> tuple[int]:
-            tiles = triton.cdiv(meta["C_OUT"], m["BLOCK_CO"] * m["CO_SUB"]) * \
-                triton.cdiv(meta["L_OUT"], m["BLOCK_L"]) * bsz
+            tiles = n_tiles(bsz, meta, m)
             return (min(tiles, m["PERSIST"] * sm_count) if m["PERSIST"] else tiles,)
 
         kmeta = {k: v for k, v in meta.items() if k != "STRIDE"}
         _conv1d_tma_autotuned[grid](xt, wp, b, y, bsz, W_KMAJOR=w_kmajor, **kmeta)
         return
     cfg = fit_tma_config(dict(TMA_DEFAULT, **(config or {})), meta["C_IN"], meta["C_OUT"])
+    if cfg["FLAT"] and (meta["L_OUT"] != meta["L_IN"] or cfg["TMA_STORE"]):
+        cfg["FLAT"] = 0       # flattened tiles need a constant row shift and pointer stores: per-example tiles
     launch(xt, wp, b, y, {k: v for k, v in meta.items() if k != "STRIDE"}, cfg, w_kmajor, sm_count)
 
 

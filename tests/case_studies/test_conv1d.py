@@ -117,6 +117,9 @@ CL_CONFIGS = [
     {"PERSIST": 2},
     {"W_TMA": 1, "BLOCK_CO": 64, "CO_SUB": 1, "PERSIST": 1},
     {"BLOCK_L": 64, "TMA_STORE": 1, "BLOCK_CO": 16, "CO_SUB": 2, "BLOCK_CI": 16, "STAGES": 2},
+    {"FLAT": 1},
+    {"FLAT": 1, "PERSIST": 2},
+    {"FLAT": 1, "W_TMA": 1, "BLOCK_CO": 64, "CO_SUB": 1, "PERSIST": 1, "BLOCK_L": 64},
 ]
 
 
@@ -150,6 +153,23 @@ def test_fused_path_matches_reference(shape, dtype, atol, rtol):
     out = kernel.conv1d(x, w, b, stride, padding, config={"path": "fused", "BLOCK_N": 64})
     ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
     torch.testing.assert_close(out.float(), ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
+
+
+@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 24, 20, 37, 5, 1, 2), (3, 32, 48, 64, 3, 1, 1), (5, 16, 16, 3, 3, 1, 1),
+                                   (1, 16, 7, 9, 3, 1, 0)])
+def test_channels_last_flat_tiles(shape, dtype, atol, rtol):
+    """FLAT: tiles over the flattened positions, so one tile spans several examples (L 3 and 37 with
+    128-row tiles); the rows a tap shifts across an example's edge must read zeros (the padding), not the
+    neighbour's edge. L_out != L_in (no padding) falls back to per-example tiles."""
+    x, w, b = _inputs(shape, dtype)
+    stride, padding = shape[5], shape[6]
+    out = kernel.conv1d(x, w, b, stride, padding, config={"path": "cl", "FLAT": 1}).float()
+    ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
+    assert tma.n_tiles(shape[0], {"C_OUT": shape[2], "L_OUT": shape[3]}, {"BLOCK_CO": 32, "CO_SUB": 4,
+                                                                           "BLOCK_L": 128, "FLAT": 1}) \
+        == triton.cdiv(shape[0] * shape[3], 128) * triton.cdiv(shape[2], 128)
 
 
 def test_to_channels_last_and_path_choice():
@@ -379,6 +399,16 @@ _SM90_CASES = """[
      dict(C_IN=96, C_OUT=96, L_IN=200, L_OUT=200, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="tf32",
           UPCAST_DOT=False, INT64=False, W_KMAJOR=True, W_TMA=1, BLOCK_L=128, BLOCK_CO=128, CO_SUB=1,
           BLOCK_CI=32, STAGES=3, TMA_STORE=0, PERSIST=1, PROBES=False)),
+    *[(t._conv1d_tma_kernel, {**{n: "*fp32" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr")}, "B": "i32",
+                              **{n: "constexpr" for n in ("C_IN", "C_OUT", "L_IN", "L_OUT", "PAD", "KSIZE",
+                                 "HAS_BIAS", "DOT_PRECISION", "UPCAST_DOT", "INT64", "W_KMAJOR", "W_TMA", "BLOCK_L",
+                                 "BLOCK_CO", "CO_SUB", "BLOCK_CI", "STAGES", "TMA_STORE", "PERSIST", "PROBES",
+                                 "FLAT")}},
+       dict(C_IN=96, C_OUT=96, L_IN=200, L_OUT=200, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="tf32",
+            UPCAST_DOT=False, INT64=False, W_KMAJOR=True, BLOCK_CI=32, STAGES=3, TMA_STORE=0, PROBES=False,
+            FLAT=1, **tiles))
+      for tiles in (dict(W_TMA=1, BLOCK_L=128, BLOCK_CO=128, CO_SUB=1, PERSIST=1),      # flattened tiles
+                    dict(W_TMA=0, BLOCK_L=128, BLOCK_CO=32, CO_SUB=3, PERSIST=0))],
     (t._to_channels_last, {"x_ptr": "*fp32", "xt_ptr": "*fp32", "C": "constexpr", "L": "constexpr",
                            "BLOCK_C": "constexpr", "BLOCK_L": "constexpr"},
      dict(C=96, L=200, BLOCK_C=32, BLOCK_L=128)),
