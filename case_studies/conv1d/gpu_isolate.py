@@ -71,31 +71,34 @@ def run_one(shape: list[int], dtype: str, name: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--shape", required=True, help="B,C_in,C_out,L,K,stride,padding")
+    ap.add_argument("--shape", required=True, help="B,C_in,C_out,L,K,stride,padding; several: ';'-separated")
+    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)   # the child: one case, JSON to stdout
     args = ap.parse_args(argv)
-    shape = [int(v) for v in args.shape.split(",")]
     if args.one:
-        print(json.dumps(run_one(shape, args.dtype, args.one), default=str))
+        print(json.dumps(run_one([int(v) for v in args.shape.split(",")], args.dtype, args.one), default=str))
         return 0
+    names = args.cases.split(",") if args.cases else list(cases())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout)
     env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
 
-    def child(name: str) -> dict[str, Any]:
+    def child(job: tuple[str, str]) -> dict[str, Any]:
+        shape, name = job
         p = subprocess.run([sys.executable, "-m", "case_studies.conv1d.gpu_isolate", "--out", args.out, "--shape",
-                            args.shape, "--dtype", args.dtype, "--one", name], capture_output=True, text=True,
+                            shape, "--dtype", args.dtype, "--one", name], capture_output=True, text=True,
                            env=env, timeout=300)
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-        return json.loads(lines[-1]) if lines else {"case": name, "ok": False, "error": p.stderr[-800:]}
+        rec = json.loads(lines[-1]) if lines else {"case": name, "ok": False, "error": p.stderr[-800:]}
+        return {"shape": shape, **rec}
 
+    jobs = [(shape, name) for shape in args.shape.split(";") for name in names]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:      # processes share the GPU
-        results = list(pool.map(child, cases()))
+        results = list(pool.map(child, jobs))
     for rec in results:
-        log.info("%s ok=%s %s", rec["case"], rec.get("ok"), rec.get("error", rec.get("first", "")))
-    Path(args.out).write_text(json.dumps({"shape": shape, "dtype": args.dtype, "results": results}, indent=1,
-                                         default=str))
+        log.info("%s %s ok=%s %s", rec["shape"], rec["case"], rec.get("ok"), rec.get("error", rec.get("first", "")))
+    Path(args.out).write_text(json.dumps({"dtype": args.dtype, "results": results}, indent=1, default=str))
     return 0
 
 
