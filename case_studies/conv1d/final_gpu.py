@@ -30,7 +30,8 @@ from case_studies.conv1d.reference import conv1d_exact
 log = logging.getLogger("conv1d.final_gpu")
 
 CHECK_SHAPES = [(3, 5, 7, 123, 3, 1, 1), (4, 32, 17, 64, 3, 1, 1), (2, 96, 96, 200, 5, 1, 2),
-                (2, 40, 24, 29, 3, 2, 1)]
+                (2, 40, 24, 29, 3, 2, 1),
+                (2, 32, 24, 29, 3, 1, 0)]   # padding 0 at odd L: wrong values on the H200 once (pad0_bug/)
 
 
 def configs_for(params: dict[str, Any], dtype: str) -> list[dict[str, Any]]:

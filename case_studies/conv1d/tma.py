@@ -255,7 +255,10 @@ def _conv1d_tma_kernel(
     pipeliner prefetches the next tile's boxes during this tile's last steps and its epilogue.
     FLAT = 1 (L_OUT == L_IN): tiles over the flattened positions B * L instead of per example, so L = 200
     wastes no MMA rows on padding positions (x as `[B * L_IN, C_IN]`; `_operands` zeroes the rows a tap
-    shifts across an example's edge; `_store_flat`)."""
+    shifts across an example's edge; `_store_flat`). Measured a wash, so off (H200, fp32 production shape,
+    kernel alone, graph, 3 rounds: three 32-wide accumulators 179.1 us against the autotuner's pick
+    180.9; with the pick's 128-wide accumulator 267.1; results/case_studies/conv1d/flat/flat.json): the
+    masked A operand goes through registers, which costs what the padding rows saved."""
     pid = tl.program_id(0)
     CO_GROUP: tl.constexpr = BLOCK_CO * CO_SUB
     N_GROUPS: tl.constexpr = (C_OUT + CO_GROUP - 1) // CO_GROUP
