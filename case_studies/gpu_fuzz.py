@@ -1,0 +1,248 @@
+"""Random odd shapes for the compute case studies' kernels on a GPU, every config they may run.
+
+    PYTHONPATH=. python -m case_studies.gpu_fuzz --out "$OUT/fuzz.json" --shapes 12 --seed 0
+
+The CPU tests run Triton's interpreter, which computes some things right that a GPU build gets wrong (the
+conv1d padding-0 bug: results/case_studies/conv1d/pad0_bug/). Here, per case study (conv1d, Optimized FM,
+PFFN), `--shapes` random shapes (odd sizes, sizes below and just past the tiles) in every supported dtype;
+per shape every config the kernel may run pinned (its autotune list as fitted to the shape, the special
+paths), the autotuned call and the dispatcher. Each output is compared with an fp32 reference: a result
+fails when it is outside the benchmark's tolerance and also more than twice as far from the reference as
+eager PyTorch in the same dtype (so a dtype's own rounding is never blamed on the kernel).
+
+Every (case, dtype, shape) runs in a process of its own (a CUDA illegal-address error poisons the rest of
+its process); a process that dies is resumed from the next config in a new one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("case_studies.gpu_fuzz")
+DEVICE = os.environ.get("FUZZ_DEVICE", "cuda")   # "cpu" with TRITON_INTERPRET=1: a dry run of the plumbing
+
+
+# -- random shapes ------------------------------------------------------------------------------------
+def conv1d_shape(r: random.Random) -> dict[str, int]:
+    while True:
+        k = r.choice([1, 2, 3, 3, 4, 5, 7])
+        p = {"B": r.randint(1, 9), "C_in": r.choice([r.randint(1, 40), r.choice([16, 32, 48, 64, 96])]),
+             "C_out": r.choice([r.randint(1, 40), r.choice([16, 24, 32, 96, 100])]), "L": r.randint(1, 160),
+             "K": k, "stride": r.choice([1, 1, 1, 2, 3]), "padding": r.randint(0, k)}
+        if (p["L"] + 2 * p["padding"] - k) // p["stride"] + 1 >= 1:
+            return p
+
+
+def fm_shape(r: random.Random) -> dict[str, int]:
+    return {"B": r.randint(1, 300), "N": r.choice([r.randint(1, 40), r.randint(41, 130)]),
+            "D": r.choice([r.randint(1, 64), r.randint(65, 300), 224]),
+            "K": r.choice([r.randint(1, 20), 16, 32, 64, 70])}
+
+
+def pffn_shape(r: random.Random) -> dict[str, int]:
+    return {"N": r.randint(1, 18), "B": r.choice([r.randint(1, 40), r.randint(41, 300)]),
+            "D": r.choice([r.randint(1, 96), r.randint(97, 300), 128, 256, 512, 520]),
+            "K": r.choice([r.randint(1, 64), r.randint(65, 300), 256])}
+
+
+# -- configs and calls ----------------------------------------------------------------------------------
+def conv1d_configs(p: dict[str, int], dtype: str) -> dict[str, dict[str, Any] | None]:
+    from case_studies.conv1d import kernel as ck
+    from case_studies.conv1d import tma
+
+    out: dict[str, dict[str, Any] | None] = {"auto": None}
+    for i, (*tiles, nw, ns) in enumerate(ck.AUTOTUNE_SPACE):
+        out[f"gather{i}"] = {"path": "gather", **dict(zip(ck.CONFIG_KEYS, tiles)), "num_warps": nw, "num_stages": ns}
+    out["gather_loop"] = {"path": "gather", "UNROLL_CI": 0}
+    elem = {"float16": 2, "bfloat16": 2, "float32": 4}[dtype]
+    if tma.cl_applies(p["B"], p["C_in"], p["L"], p["C_out"], p["K"], p["stride"], p["padding"], elem):
+        for i, row in enumerate(tma.CL_AUTOTUNE_SPACE):
+            out[f"cl{i}"] = {"path": "cl", **dict(zip(tma.TMA_CONFIG_KEYS, row[:-1])), "num_warps": row[-1]}
+    return out
+
+
+def conv1d_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    import torch
+
+    from case_studies.conv1d import dispatch
+    from case_studies.conv1d import kernel as ck
+    from case_studies.conv1d.reference import conv1d_exact, conv1d_reference
+
+    g = torch.Generator().manual_seed(hash(tuple(p.values())) % 2**31)
+    dt = getattr(torch, dtype)
+    x = torch.randn(p["B"], p["C_in"], p["L"], generator=g).to(DEVICE, dt)
+    w = (torch.randn(p["C_out"], p["C_in"], p["K"], generator=g) / (p["C_in"] * p["K"]) ** 0.5).to(DEVICE, dt)
+    b = (torch.randn(p["C_out"], generator=g) * 0.1).to(DEVICE, dt)
+    s, pad = p["stride"], p["padding"]
+    if name == "dispatch":
+        out = dispatch.conv1d(x, w, b, s, pad)
+    else:
+        out = ck.conv1d(x, w, b, s, pad, config=dict(cfg) if cfg is not None else None)
+    return out, conv1d_reference(x, w, b, s, pad), conv1d_exact(x, w, b, s, pad)
+
+
+def fm_configs(p: dict[str, int], dtype: str) -> dict[str, dict[str, Any] | None]:
+    from case_studies.optimized_fm import kernel as fk
+
+    out: dict[str, dict[str, Any] | None] = {"auto": None}
+    for c in fk.configs_for(p, dtype):
+        out["cfg_" + "_".join(str(v) for v in c.values())] = c
+    return out
+
+
+def fm_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    import torch
+
+    from case_studies.optimized_fm import dispatch
+    from case_studies.optimized_fm import kernel as fk
+    from case_studies.optimized_fm.bench import make_inputs
+    from case_studies.optimized_fm.reference import optimized_fm_reference
+
+    x, y = make_inputs(p, getattr(torch, dtype), DEVICE)
+    out = dispatch.optimized_fm(x, y) if name == "dispatch" else fk.optimized_fm(x, y, config=cfg)
+    return out, optimized_fm_reference(x, y), optimized_fm_reference(x.float(), y.float())
+
+
+def pffn_configs(p: dict[str, int], dtype: str) -> dict[str, dict[str, Any] | None]:
+    from case_studies.pffn import kernel as pk
+
+    out: dict[str, dict[str, Any] | None] = {"auto": None}
+    for c in pk.configs_for(p, dtype):
+        out["cfg_" + "_".join(str(v) for v in c.values())] = c
+    if p["D"] <= 256:   # the split-K kernel (small B) and the host-descriptor weights (B <= 256 rule)
+        out["splitk2"] = {"BLOCK_B": 16, "BLOCK_KC": 128, "SPLIT_K": 2, "num_warps": 4, "num_stages": 1, "TMA": 0}
+        out["splitk4_tma"] = {"BLOCK_B": 16, "BLOCK_KC": 64, "SPLIT_K": 4, "num_warps": 4, "num_stages": 1}
+        out["host_tma"] = {"BLOCK_B": 16, "BLOCK_KC": 64, "num_warps": 4, "num_stages": 2, "HOST_TMA": 1}
+        out["splitk2_host_tma"] = dict(out["splitk2"], TMA=1, HOST_TMA=1)
+    return out
+
+
+def pffn_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    import torch
+
+    from case_studies.pffn import dispatch
+    from case_studies.pffn import kernel as pk
+    from case_studies.pffn.bench import make_inputs
+    from case_studies.pffn.reference import pffn_reference
+
+    ins = make_inputs(p, getattr(torch, dtype), DEVICE)
+    out = dispatch.pffn(*ins) if name == "dispatch" else pk.pffn(*ins, config=cfg)
+    return out, pffn_reference(*ins), pffn_reference(*(t.float() for t in ins))
+
+
+CASES: dict[str, dict[str, Any]] = {
+    "conv1d": {"shape": conv1d_shape, "configs": conv1d_configs, "run": conv1d_run,
+               "dtypes": ["float16", "bfloat16", "float32"], "tolerances": "case_studies.conv1d.bench"},
+    "optimized_fm": {"shape": fm_shape, "configs": fm_configs, "run": fm_run, "dtypes": ["float16", "bfloat16"],
+                     "tolerances": "case_studies.optimized_fm.bench"},
+    "pffn": {"shape": pffn_shape, "configs": pffn_configs, "run": pffn_run, "dtypes": ["float16", "bfloat16"],
+             "tolerances": "case_studies.pffn.bench"},
+}
+
+
+def judge(out: Any, eager: Any, exact: Any, atol: float, rtol: float) -> dict[str, Any]:
+    """Outside the tolerance around the fp32 reference and more than twice eager's own distance: a fail."""
+    import torch
+
+    if out.shape != exact.shape:
+        return {"ok": False, "error": f"shape {tuple(out.shape)} != {tuple(exact.shape)}"}
+    o, e, x = out.float(), eager.float(), exact.float()
+    err = float((o - x).abs().max()) if o.numel() else 0.0
+    eager_err = float((e - x).abs().max()) if e.numel() else 0.0
+    close = bool(torch.allclose(o, x, atol=atol, rtol=rtol))
+    nan = bool(o.isnan().any() and not x.isnan().any())
+    ok = not nan and (close or err <= 2 * eager_err + 1e-3)
+    return {"ok": ok, "max_abs_err": err, "eager_max_abs_err": eager_err, "within_tol": close, "nan": nan}
+
+
+def run_child(case: str, dtype: str, p: dict[str, int], names: list[str]) -> None:
+    """Every named config of one shape, one JSON line each on stdout (so a crash loses only the rest)."""
+    import importlib
+
+    import torch
+
+    spec = CASES[case]
+    atol, rtol = importlib.import_module(spec["tolerances"]).TOLERANCES[dtype]
+    configs = {**spec["configs"](p, dtype), "dispatch": None}
+    for name in names:
+        rec: dict[str, Any] = {"case": case, "dtype": dtype, "shape": p, "config": name}
+        try:
+            out, eager, exact = spec["run"](p, dtype, name, configs[name])
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+            rec.update(judge(out, eager, exact, atol, rtol))
+        except Exception as e:      # the failure is the result
+            rec.update(ok=False, error=f"{type(e).__name__}: {e}"[:400])
+        print(json.dumps(rec, default=str), flush=True)
+        if "error" in rec and "CUDA" in rec["error"]:
+            return                  # sticky: the parent resumes the rest in a new process
+
+
+def _job(case: str, dtype: str, p: dict[str, int]) -> list[dict[str, Any]]:
+    names = [*CASES[case]["configs"](p, dtype), "dispatch"]
+    done: list[dict[str, Any]] = []
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
+    while len(done) < len(names):
+        todo = names[len(done):]
+        proc = subprocess.run([sys.executable, "-m", "case_studies.gpu_fuzz", "--child",
+                               json.dumps([case, dtype, p, todo])], capture_output=True, text=True, env=env,
+                              timeout=600)
+        recs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if not recs:   # died before its first result: blame that config and go on
+            recs = [{"case": case, "dtype": dtype, "shape": p, "config": todo[0], "ok": False,
+                     "error": f"process died: {proc.stderr[-400:]}"}]
+        done.extend(recs)
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out")
+    ap.add_argument("--shapes", type=int, default=12, help="random shapes per case study")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--jobs", type=int, default=14)
+    ap.add_argument("--commit", default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        run_child(*json.loads(args.child))
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout)
+    from workbench.provenance import collect
+
+    r = random.Random(args.seed)
+    shapes = [(case, CASES[case]["shape"](r)) for case in args.cases.split(",") for _ in range(args.shapes)]
+    jobs = [(case, dtype, p) for case, p in shapes for dtype in CASES[case]["dtypes"]]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:      # processes share the GPU
+        results = [rec for recs in pool.map(lambda j: _job(*j), jobs) for rec in recs]
+    fails = [x for x in results if not x.get("ok")]
+    for f in fails:
+        log.error("FAIL %s %s %s %s: %s", f["case"], f["dtype"], f["shape"], f["config"],
+                  f.get("error") or {k: f.get(k) for k in ("max_abs_err", "eager_max_abs_err", "nan")})
+    prov = collect()
+    if args.commit:
+        prov["commit"] = args.commit
+    summary: dict[str, Any] = {}
+    for x in results:
+        s = summary.setdefault(x["case"], {"runs": 0, "fails": 0})
+        s["runs"] += 1
+        s["fails"] += 0 if x.get("ok") else 1
+    log.info("summary: %s", summary)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"provenance": prov, "seed": args.seed, "summary": summary,
+                                              "results": results}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
