@@ -49,7 +49,7 @@ def fm_shape(r: random.Random) -> dict[str, int]:
 
 def pffn_shape(r: random.Random) -> dict[str, int]:
     return {"N": r.randint(1, 18), "B": r.choice([r.randint(1, 40), r.randint(41, 300)]),
-            "D": r.choice([r.randint(1, 96), r.randint(97, 300), 128, 256, 512, 520]),
+            "D": r.choice([r.randint(1, 96), r.randint(97, 300), 128, 256, 512]),
             "K": r.choice([r.randint(1, 64), r.randint(65, 300), 256])}
 
 
