@@ -494,6 +494,12 @@ def conv1d_cl(x: torch.Tensor, wp: torch.Tensor, b: torch.Tensor, y: torch.Tenso
     cfg = fit_tma_config(dict(TMA_DEFAULT, **(config or {})), meta["C_IN"], meta["C_OUT"])
     if cfg["FLAT"] and (meta["L_OUT"] != meta["L_IN"] or cfg["TMA_STORE"]):
         cfg["FLAT"] = 0       # flattened tiles need a constant row shift and pointer stores: per-example tiles
+    if not tma_applies(x.shape[0], meta["C_IN"], meta["L_IN"], meta["C_OUT"], meta["KSIZE"], 1, meta["PAD"],
+                       x.element_size(), cfg, w_kmajor):
+        # a pinned config whose weight or store boxes this problem cannot take (rows not a multiple of 16
+        # bytes: C_out 5 in fp16). The H200 computed garbage there without a word (max error 4.9,
+        # results/case_studies/gpu_fuzz/seed0_24b3bb2.json); the interpreter asserts. Pointer loads and stores instead.
+        cfg.update(W_TMA=0, TMA_STORE=0)
     launch(xt, wp, b, y, {k: v for k, v in meta.items() if k != "STRIDE"}, cfg, w_kmajor, sm_count)
 
 

@@ -172,6 +172,17 @@ def test_channels_last_flat_tiles(shape, dtype, atol, rtol):
         == triton.cdiv(shape[0] * shape[3], 128) * triton.cdiv(shape[2], 128)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_channels_last_pinned_config_falls_back_where_tma_cannot_apply(dtype):
+    """A pinned channels-last config with weights by TMA on C_out 5 (10-byte rows in fp16): TMA cannot take
+    those rows (the interpreter asserts; the H200 computed garbage), so the weights come by pointer loads."""
+    x, w, b = _inputs((8, 32, 5, 62, 4, 1, 4), dtype)
+    cfg = {"path": "cl", "BLOCK_L": 128, "BLOCK_CO": 128, "CO_SUB": 1, "W_TMA": 1, "PERSIST": 1, "TMA_STORE": 1}
+    out = kernel.conv1d(x, w, b, 1, 4, config=cfg).float()
+    ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 4)
+    torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2, msg=lambda m: _report(out, ref))
+
+
 def test_to_channels_last_and_path_choice():
     x = torch.randn(3, 40, 77)
     assert torch.equal(tma.to_channels_last(x), x.transpose(1, 2).contiguous())
