@@ -16,12 +16,14 @@ its process); a process that dies is resumed from the next config in a new one.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -138,6 +140,40 @@ def pffn_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | Non
     return out, pffn_reference(*ins), pffn_reference(*(t.float() for t in ins))
 
 
+# -- the exact-output case studies (bit-identical to eager): their benchmarks' contender factories --------
+def mapid_shape(r: random.Random) -> dict[str, Any]:
+    return {"VOCAB_SIZE": r.choice([1, 2, 7, 1000, r.randint(2, 50_000), 100_000]),
+            "NUM_SAMPLES": r.choice([1, r.randint(1, 100), r.randint(100, 3000)]),
+            "IDS_PER_SAMPLE": r.randint(1, 40), "UNKNOWN_RATE": r.choice([0.0, 0.1, 0.5, 1.0])}
+
+
+def mbdt_shape(r: random.Random) -> dict[str, Any]:
+    return {"BATCH": r.choice([1, r.randint(1, 100), r.randint(100, 3000)]), "FEATURES": r.randint(1, 40),
+            "BORDERS": r.choice([1, 2, r.randint(1, 64), r.randint(64, 300)])}
+
+
+def truncate_shape(r: random.Random) -> dict[str, Any]:
+    return {"NUM_FEATURES": r.randint(1, 12), "BATCH": r.choice([1, r.randint(1, 100), r.randint(100, 2000)]),
+            "MAX_LEN": r.choice([0, 1, r.randint(1, 50), r.randint(50, 300)]),
+            "MAX_EVENTS": r.choice([0, 1, r.randint(1, 300)])}
+
+
+def exact_configs(bench: str) -> Callable[[dict[str, Any], str], dict[str, None]]:
+    def configs(p: dict[str, Any], dtype: str) -> dict[str, None]:
+        return {k: None for k in importlib.import_module(bench).KERNELS}
+    return configs
+
+
+def exact_run(bench: str) -> Callable[..., tuple[Any, Any, Any]]:
+    def run(p: dict[str, Any], dtype: str, name: str, cfg: None) -> tuple[Any, Any, Any]:
+        mod = importlib.import_module(bench)
+        case = mod.case()
+        inputs = mod.make_inputs(p, DEVICE)
+        ref = case.contenders[case.reference](p, inputs)()
+        return case.contenders[name](p, inputs)(), ref, None
+    return run
+
+
 CASES: dict[str, dict[str, Any]] = {
     "conv1d": {"shape": conv1d_shape, "configs": conv1d_configs, "run": conv1d_run,
                "dtypes": ["float16", "bfloat16", "float32"], "tolerances": "case_studies.conv1d.bench"},
@@ -145,6 +181,9 @@ CASES: dict[str, dict[str, Any]] = {
                      "tolerances": "case_studies.optimized_fm.bench"},
     "pffn": {"shape": pffn_shape, "configs": pffn_configs, "run": pffn_run, "dtypes": ["float16", "bfloat16"],
              "tolerances": "case_studies.pffn.bench"},
+    **{name: {"shape": shape, "configs": exact_configs(f"case_studies.{name}.bench"),
+              "run": exact_run(f"case_studies.{name}.bench"), "dtypes": ["exact"], "tolerances": None}
+       for name, shape in (("mapid", mapid_shape), ("mbdt", mbdt_shape), ("event_truncate", truncate_shape))},
 }
 
 
@@ -165,12 +204,12 @@ def judge(out: Any, eager: Any, exact: Any, atol: float, rtol: float) -> dict[st
 
 def run_child(case: str, dtype: str, p: dict[str, int], names: list[str]) -> None:
     """Every named config of one shape, one JSON line each on stdout (so a crash loses only the rest)."""
-    import importlib
-
     import torch
 
+    from case_studies.common.preprocessing import outputs_identical
+
     spec = CASES[case]
-    atol, rtol = importlib.import_module(spec["tolerances"]).TOLERANCES[dtype]
+    atol, rtol = importlib.import_module(spec["tolerances"]).TOLERANCES[dtype] if spec["tolerances"] else (0, 0)
     configs = {**spec["configs"](p, dtype), "dispatch": None}
     for name in names:
         rec: dict[str, Any] = {"case": case, "dtype": dtype, "shape": p, "config": name}
@@ -178,7 +217,11 @@ def run_child(case: str, dtype: str, p: dict[str, int], names: list[str]) -> Non
             out, eager, exact = spec["run"](p, dtype, name, configs[name])
             if DEVICE == "cuda":
                 torch.cuda.synchronize()
-            rec.update(judge(out, eager, exact, atol, rtol))
+            if exact is None:       # an exact case: bit for bit against eager
+                same, why = outputs_identical(out, eager)
+                rec.update(ok=same, **({} if same else {"mismatch": why}))
+            else:
+                rec.update(judge(out, eager, exact, atol, rtol))
         except Exception as e:      # the failure is the result
             rec.update(ok=False, error=f"{type(e).__name__}: {e}"[:400])
         print(json.dumps(rec, default=str), flush=True)
@@ -227,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     fails = [x for x in results if not x.get("ok")]
     for f in fails:
         log.error("FAIL %s %s %s %s: %s", f["case"], f["dtype"], f["shape"], f["config"],
-                  f.get("error") or {k: f.get(k) for k in ("max_abs_err", "eager_max_abs_err", "nan")})
+                  f.get("error") or f.get("mismatch")
+                  or {k: f.get(k) for k in ("max_abs_err", "eager_max_abs_err", "nan")})
     prov = collect()
     if args.commit:
         prov["commit"] = args.commit

@@ -34,3 +34,10 @@ def test_judge_blames_the_kernel_only_beyond_eager():
     assert not gf.judge(exact + 1.5, eager, exact, 1e-2, 1e-2)["ok"]
     assert not gf.judge(exact.clone().fill_(float("nan")), exact, exact, 1e-2, 1e-2)["ok"]
     assert not gf.judge(torch.zeros(3), exact, exact, 1e-2, 1e-2)["ok"]   # wrong shape
+
+
+def test_exact_cases_use_their_benchmarks_kernel_lists():
+    for name in ("mapid", "mbdt", "event_truncate"):
+        spec = gf.CASES[name]
+        p = spec["shape"](random.Random(1))
+        assert spec["dtypes"] == ["exact"] and list(spec["configs"](p, "exact"))
