@@ -239,6 +239,18 @@ def _epilogue(acc0, acc1, acc2, acc3, b_ptr, y_ptr, y_desc, b, l0, co0,
 
 
 @triton.jit
+def _tile_origin(rest, n_lt, BLOCK_L: tl.constexpr, FLAT: tl.constexpr):
+    """(first position, example) of position tile `rest`: flattened (FLAT) or per example."""
+    if FLAT:
+        l0 = rest * BLOCK_L
+        b = rest * 0
+    else:
+        l0 = (rest % n_lt) * BLOCK_L
+        b = rest // n_lt
+    return l0, b
+
+
+@triton.jit
 def _conv1d_tma_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr, B,
     C_IN: tl.constexpr, C_OUT: tl.constexpr, L_IN: tl.constexpr, L_OUT: tl.constexpr,
@@ -305,14 +317,8 @@ def _conv1d_tma_kernel(
         for it in tl.range(0, my_steps, num_stages=STAGES):
             tile = pid + (it // STEPS) * n_progs
             s = it % STEPS
-            rest = tile // N_GROUPS
             co0 = (tile % N_GROUPS) * CO_GROUP
-            if FLAT:
-                l0 = rest * BLOCK_L
-                b = 0
-            else:
-                l0 = (rest % n_lt) * BLOCK_L
-                b = rest // n_lt
+            l0, b = _tile_origin(tile // N_GROUPS, n_lt, BLOCK_L, FLAT)
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
                                           C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
                                           BLOCK_CO, CO_SUB, BLOCK_CI, PROBES, FLAT, L_IN)
@@ -326,14 +332,8 @@ def _conv1d_tma_kernel(
                 acc2 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
                 acc3 = tl.zeros((BLOCK_L, BLOCK_CO), dtype=tl.float32)
     else:
-        rest = pid // N_GROUPS
         co0 = (pid % N_GROUPS) * CO_GROUP
-        if FLAT:
-            l0 = rest * BLOCK_L
-            b = 0
-        else:
-            l0 = (rest % n_lt) * BLOCK_L
-            b = rest // n_lt
+        l0, b = _tile_origin(pid // N_GROUPS, n_lt, BLOCK_L, FLAT)
         for s in tl.range(STEPS, num_stages=STAGES):
             a, w0, w1, w2, w3 = _operands(x_desc, w_desc, w_ptr, b, l0, co0, s // KSIZE, s % KSIZE, C_IN,
                                           C_OUT, PAD, UPCAST_DOT, W_KMAJOR, W_TMA, MASK_CO, MASK_CI, BLOCK_L,
