@@ -39,6 +39,7 @@ from case_studies.common.launch import LaunchCache, aligned16
 from case_studies.common.timing import graph_autotune_bench
 from case_studies.pffn.gelu import gelu
 from case_studies.pffn.splitk import _pffn_splitk_kernel, workspace_shape
+from case_studies.pffn.weights import weight_descriptors
 
 try:
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -199,16 +200,8 @@ def _pffn_kernel(
     r1 = 0            # the descriptors' first row of this token: 0 for the per-token in-kernel ones
     r2 = 0
     if USE_TMA:
-        if HOST_TMA:  # built on the host over W1 [N*D, K], W2 [N*K, D] (host_descriptors): this token's rows
-            w1_desc = w1_hdesc
-            w2_desc = w2_hdesc
-            r1 = tok * D
-            r2 = tok * K
-        else:
-            w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
-                                                block_shape=[DH, BLOCK_KC])
-            w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
-                                                block_shape=[BLOCK_KC, DH])
+        w1_desc, w2_desc, r1, r2 = weight_descriptors(w1_base, w2_base, w1_hdesc, w2_hdesc, tok, D, K, w1_stride_d,
+                                                      w2_stride_k, DH, BLOCK_KC, HOST_TMA)
     else:
         # block pointers, not pointer tensors: the loop-invariant [D, BLOCK_KC] address tensors that the
         # compiler hoisted out of the loop cost up to 255 registers a thread, spilling from D 256 (ptxas)

@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from case_studies.pffn.gelu import gelu
+from case_studies.pffn.weights import weight_descriptors
 
 try:  # probes are compiled away unless PROBES=True; the interpreter lacks the semantic
     import triton.profiler.language as pl
@@ -92,16 +93,8 @@ def _pffn_splitk_kernel(
     r1 = 0            # the descriptors' first row of this token: 0 for the per-token in-kernel ones
     r2 = 0
     if USE_TMA:
-        if HOST_TMA:
-            w1_desc = w1_hdesc
-            w2_desc = w2_hdesc
-            r1 = tok * D
-            r2 = tok * K
-        else:
-            w1_desc = tl.make_tensor_descriptor(w1_base, shape=[D, K], strides=[w1_stride_d, 1],
-                                                block_shape=[D_POW2, BLOCK_KC])
-            w2_desc = tl.make_tensor_descriptor(w2_base, shape=[K, D], strides=[w2_stride_k, 1],
-                                                block_shape=[BLOCK_KC, D_POW2])
+        w1_desc, w2_desc, r1, r2 = weight_descriptors(w1_base, w2_base, w1_hdesc, w2_hdesc, tok, D, K, w1_stride_d,
+                                                      w2_stride_k, D_POW2, BLOCK_KC, HOST_TMA)
     else:
         w1_blk = tl.make_block_ptr(w1_base, (D, K), (w1_stride_d, w1_stride_k), (0, split * BLOCK_KC),
                                    (D_POW2, BLOCK_KC), (1, 0))
