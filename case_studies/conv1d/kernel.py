@@ -451,8 +451,31 @@ _conv1d_autotuned = triton.autotune(
 
 
 # -- weight packing, cached ----------------------------------------------------------------------------
-_PACK_CACHE: OrderedDict[tuple, tuple[weakref.ref, torch.Tensor]] = OrderedDict()
-_PACK_CACHE_SIZE = 32
+class _OwnedLRU:
+    """A bounded LRU of values derived from a tensor (its packing, a descriptor over it): keyed by cheap
+    properties, and a hit only while the key's tensor is still the very object it was made from (a weak
+    reference): a freed tensor's memory reused by a new one of the same shape is a miss."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.entries: OrderedDict[tuple, tuple[weakref.ref, object]] = OrderedDict()
+
+    def get(self, key: tuple, owner: torch.Tensor) -> object | None:
+        hit = self.entries.get(key)
+        if hit is not None:
+            if hit[0]() is owner:
+                self.entries.move_to_end(key)
+                return hit[1]
+            del self.entries[key]
+        return None
+
+    def put(self, key: tuple, owner: torch.Tensor, value: object) -> None:
+        self.entries[key] = (weakref.ref(owner), value)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+_PACK_CACHE = _OwnedLRU(32)
 
 
 def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gather") -> torch.Tensor:
@@ -468,23 +491,18 @@ def pack_weight(weight: torch.Tensor, use_cache: bool = True, layout: str = "gat
     """
     key = (layout, weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype, weight.device,
            weight._version)
-    if use_cache and key in _PACK_CACHE:
-        ref, packed = _PACK_CACHE[key]
-        if ref() is weight:
-            _PACK_CACHE.move_to_end(key)
-            return packed
-        del _PACK_CACHE[key]
+    hit = _PACK_CACHE.get(key, weight) if use_cache else None
+    if hit is not None:
+        return hit
     packed = weight.detach().permute(2, 0, 1) if layout == "kmajor" else weight.detach().permute(2, 1, 0)
     packed = packed.contiguous()
     if use_cache:
-        _PACK_CACHE[key] = (weakref.ref(weight), packed)
-        while len(_PACK_CACHE) > _PACK_CACHE_SIZE:
-            _PACK_CACHE.popitem(last=False)
+        _PACK_CACHE.put(key, weight, packed)
     return packed
 
 
 # -- weight tiles by TMA: host-side descriptors over the packed weight, cached with it --------------------
-_DESC_CACHE: OrderedDict[tuple, tuple[weakref.ref, TensorDescriptor]] = OrderedDict()
+_DESC_CACHE = _OwnedLRU(32)
 
 
 def tma_block(kw: dict) -> tuple[int, tuple[int, int]]:
@@ -516,18 +534,13 @@ def weight_desc(wp: torch.Tensor, kw: dict, use_cache: bool = True) -> TensorDes
     if view.shape[1] * wp.element_size() % 16 or view.data_ptr() % 16 or not wp.is_contiguous():
         return None
     key = (wp.data_ptr(), tuple(wp.shape), wp.dtype, wp.device, spec)
-    if use_cache and key in _DESC_CACHE:
-        ref, desc = _DESC_CACHE[key]
-        if ref() is wp:
-            _DESC_CACHE.move_to_end(key)
-            return desc
-        del _DESC_CACHE[key]
+    hit = _DESC_CACHE.get(key, wp) if use_cache else None
+    if hit is not None:
+        return hit
     desc = TensorDescriptor.from_tensor(view, list(spec[1]))
     desc.conv1d_spec = spec
     if use_cache:
-        _DESC_CACHE[key] = (weakref.ref(wp), desc)
-        while len(_DESC_CACHE) > _PACK_CACHE_SIZE:
-            _DESC_CACHE.popitem(last=False)
+        _DESC_CACHE.put(key, wp, desc)
     return desc
 
 
