@@ -12,7 +12,7 @@ import torch
 from case_studies.common.contenders import compiled, eager
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
-from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference, out_length
+from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_exact, conv1d_reference, out_length
 
 
 def _shape(name: str, B: int = 2048, K: int = 3, padding: int | None = None, C_in: int = 96,
@@ -60,6 +60,27 @@ PAPER_SPEEDUPS = [
 
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-2, 1e-2)}  # fp32: TF32
 
+# Device correctness checks (`case_studies.common.checks.float_checks`): small odd shapes, every dtype, the
+# shipped path and the gather kernel, against fp32 with TF32 off (`conv1d_exact`).
+CHECKS = {
+    "shapes": [_shape("c5_co7_l123", B=3, C_in=5, C_out=7, L=123), _shape("c32_co17_l64", B=4, C_in=32, C_out=17, L=64),
+               _shape("c96_k5", B=2, K=5, L=200), _shape("c40_s2_l29", B=2, C_in=40, C_out=24, L=29, stride=2),
+               # padding 0 at odd L: wrong values on the H200 once (results/case_studies/conv1d/pad0_bug/)
+               _shape("c32_p0_l29", B=2, C_in=32, C_out=24, L=29, padding=0)],
+    "dtypes": ["float16", "float32", "bfloat16"],
+    "configs": {"auto": {}, "gather": {"path": "gather"}},
+}
+
+
+def check_kernel(inputs: tuple, config: dict[str, Any], probes: bool) -> torch.Tensor:
+    from case_studies.conv1d.kernel import conv1d
+
+    return conv1d(*inputs, config=config, probes=probes)
+
+
+def check_reference(inputs: tuple) -> torch.Tensor:
+    return conv1d_exact(*inputs)
+
 
 def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
     g = torch.Generator(device="cpu").manual_seed(0)
@@ -104,3 +125,14 @@ def case() -> CaseStudyBench:
     roles.update(eager="baseline", conv2d_eager="baseline", triton="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
                           tolerances=TOLERANCES, reference="eager", roles=roles)
+
+
+def configured(config: dict[str, Any]) -> Any:
+    """Our kernel pinned to `config` (a `kernel.conv1d` config dict) as a contender factory, for A/B runs
+    (`benchmarks/case_studies/ab.py`)."""
+    import functools
+
+    from case_studies.common.contenders import kernel as kernel_contender
+    from case_studies.conv1d.kernel import conv1d
+
+    return kernel_contender(functools.partial(conv1d, config=dict(config)))

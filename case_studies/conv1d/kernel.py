@@ -620,9 +620,10 @@ def launch_meta(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
 
 # Which kernel (`path=` or `config["path"]`): "gather" (this module's pointer kernel), "cl" (x transposed
 # to channels-last by one Triton pass, then the TMA kernel of `tma.py`: every tap aligned, K-major
-# operands), "fused" (`fused.py`: the channels-last staging inside the kernel). "auto" takes what the H200
-# measured fastest: "cl" for fp32 where it applies, "gather" otherwise (results/case_studies/conv1d/).
-PATHS = ("auto", "gather", "cl", "fused")
+# operands). "auto" takes what the H200 measured fastest: "cl" for fp32 where it applies, "gather" otherwise
+# (results/case_studies/conv1d/). The staging-in-the-kernel experiment ("fused", slower everywhere it was
+# measured) is in experiments/conv1d/fused.py.
+PATHS = ("auto", "gather", "cl")
 
 
 def choose_path(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: int, padding: int,
@@ -632,6 +633,20 @@ def choose_path(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: 
     if dtype == torch.float32 and cl_applies(bsz, c_in, l_in, c_out, ksize, stride, padding, 4):
         return "cl"
     return "gather"
+
+
+def configs_for(params: dict, dtype: str = "float16") -> list[dict]:
+    """The configs the shipped path's autotuner times for a shape (`B`, `C_in`, `C_out`, `L`, `K`, `stride`,
+    `padding`), as `conv1d` config dicts (for compiling them in parallel before a benchmark)."""
+    from case_studies.conv1d import tma
+
+    path = choose_path(params["B"], params["C_in"], params["L"], params["C_out"], params["K"], params["stride"],
+                       params["padding"], getattr(torch, dtype))
+    if path == "cl":
+        return [{**dict(zip(tma.TMA_CONFIG_KEYS, row[:-1])), "num_warps": row[-1], "path": "cl"}
+                for row in tma.CL_AUTOTUNE_SPACE]
+    return [{**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages, "path": "gather"}
+            for c in autotune_configs()]
 
 
 # Plain launches of the gather kernel through `case_studies/common/launch.py`: at B 256 Triton's Python
@@ -663,8 +678,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
            use_cache: bool = True, probes: bool = False, path: str = "auto") -> torch.Tensor:
     """Triton conv1d (groups 1, dilation 1). `path` (or `config["path"]`): see `PATHS`. `config` pins the
     tiles of the chosen kernel (gather: `CONFIG_KEYS`, num_warps, num_stages, missing keys from the module
-    constants; cl: `tma.TMA_CONFIG_KEYS`, num_warps; fused: `fused.FUSED_CONFIG_KEYS`, num_warps);
-    otherwise gather and cl are autotuned on a GPU when `AUTOTUNE` (fused takes `fused.fused_config`).
+    constants; cl: `tma.TMA_CONFIG_KEYS`, num_warps); otherwise both are autotuned on a GPU when `AUTOTUNE`.
 
     On a GPU the first gather launch of a call signature goes through Triton and is recorded; later calls
     with that signature allocate y, look up the packed weight and call the compiled launcher directly."""
@@ -715,16 +729,6 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         wp = pack_weight(weight, use_cache, "kmajor" if wk else "gather")
         b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
         tma.conv1d_cl(x, wp, b, y, meta, config, wk, sms, use_autotune)
-        return y
-    if path == "fused":
-        from case_studies.conv1d import fused
-
-        if not fused.fused_applies(c_in, l_in, ksize, stride, padding):
-            raise ValueError("the fused kernel needs stride 1 and K = 2 * padding + 1 (padding <= 8)")
-        cfg = fused.fit_fused_config(dict(fused.fused_config(x.dtype), **config), c_in, c_out)
-        wp = pack_weight(weight, use_cache, "kmajor" if cfg["W_KMAJOR"] else "gather")
-        b = bias.contiguous() if bias is not None else wp  # any pointer; not read when HAS_BIAS is False
-        fused.launch(x, wp, b, y, meta, cfg, sms)
         return y
     if use_autotune:
         wd = _autotune_desc(weight, c_in, c_out, use_cache)

@@ -56,6 +56,21 @@ PAPER_SPEEDUPS = [
 
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-4, 1e-4)}
 
+# Device correctness checks (`case_studies.common.checks.float_checks`): odd sizes below the tiles and a
+# wide D, the fixed tiles, against PyTorch in the same dtype.
+CHECKS = {"shapes": [_shape(5, 123, n=2, k=48), _shape(70, 512, n=3)], "dtypes": ["float16", "bfloat16"],
+          "configs": {"fixed": {}}}
+
+
+def check_kernel(inputs: tuple, config: dict[str, Any], probes: bool) -> torch.Tensor:
+    from case_studies.pffn.kernel import pffn
+
+    return pffn(*inputs, config=config, probes=probes)
+
+
+def check_reference(inputs: tuple) -> torch.Tensor:
+    return pffn_reference(*inputs)
+
 
 def make_inputs(p: dict[str, Any], dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
     g = torch.Generator(device="cpu").manual_seed(0)
@@ -113,3 +128,14 @@ def case() -> CaseStudyBench:
     roles.update(eager="baseline", triton="kernel", triton_erff="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
                           tolerances=TOLERANCES, reference="eager", roles=roles)
+
+
+def configured(config: dict[str, Any]) -> Any:
+    """Our kernel pinned to `config` (a `kernel.pffn` config dict) as a contender factory, for A/B runs
+    (`benchmarks/case_studies/ab.py`)."""
+    import functools
+
+    from case_studies.common.contenders import kernel as kernel_contender
+    from case_studies.pffn.kernel import pffn
+
+    return kernel_contender(functools.partial(pffn, config=dict(config)))

@@ -2,7 +2,7 @@
 and odd shapes (K = 1, 3, 5, stride 2, channel counts off the tile sizes, tiles that span two examples),
 every supported dtype at its tolerance, every kernel variant (gather: unrolled and looped C_in,
 persistent, eviction hints, 1 to 4 accumulators; channels-last TMA path: weights by TMA, TMA stores,
-persistent; fused staging); the weight-packing cache; the dispatcher against the recorded H200 table;
+persistent); the weight-packing cache; the dispatcher against the recorded H200 table;
 the kernels compile for sm_90."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from case_studies.common.results import write_rows  # noqa: E402
-from case_studies.conv1d import fused, kernel, spec, tma  # noqa: E402
+from case_studies.conv1d import kernel, spec, tma  # noqa: E402
 from case_studies.conv1d.dispatch import Conv1dDispatcher  # noqa: E402
 from case_studies.conv1d.dispatch import conv1d as dispatched_conv1d  # noqa: E402
 from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference  # noqa: E402
@@ -146,16 +146,6 @@ def test_channels_last_tile_configs(cfg, dtype):
 
 
 @pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
-@pytest.mark.parametrize("shape", [(3, 5, 7, 123, 3, 1, 1), (2, 96, 96, 200, 5, 1, 2), (2, 40, 24, 29, 1, 1, 0)])
-def test_fused_path_matches_reference(shape, dtype, atol, rtol):
-    x, w, b = _inputs(shape, dtype)
-    stride, padding = shape[5], shape[6]
-    out = kernel.conv1d(x, w, b, stride, padding, config={"path": "fused", "BLOCK_N": 64})
-    ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
-    torch.testing.assert_close(out.float(), ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
-
-
-@pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 24, 20, 37, 5, 1, 2), (3, 32, 48, 64, 3, 1, 1), (5, 16, 16, 3, 3, 1, 1),
                                    (1, 16, 7, 9, 3, 1, 0)])
 def test_channels_last_flat_tiles(shape, dtype, atol, rtol):
@@ -191,7 +181,6 @@ def test_to_channels_last_and_path_choice():
     assert kernel.choose_path(2048, 96, 200, 96, 3, 1, 1, torch.float16) == "gather"
     assert kernel.choose_path(2048, 96, 200, 96, 3, 2, 1, torch.float32) == "gather"     # stride 2
     assert kernel.choose_path(2, 5, 123, 7, 3, 1, 1, torch.float32) == "gather"         # 20-byte rows
-    assert fused.fused_applies(96, 200, 3, 1, 1) and not fused.fused_applies(96, 200, 3, 1, 0)
 
 
 def test_tma_boxes_must_start_16_byte_aligned_in_the_inner_dimension():
@@ -423,13 +412,6 @@ _SM90_CASES = """[
     (t._to_channels_last, {"x_ptr": "*fp32", "xt_ptr": "*fp32", "C": "constexpr", "L": "constexpr",
                            "BLOCK_C": "constexpr", "BLOCK_L": "constexpr"},
      dict(C=96, L=200, BLOCK_C=32, BLOCK_L=128)),
-    (f._conv1d_fused_kernel, {**{n: "*fp16" for n in ("x_ptr", "w_ptr", "b_ptr", "y_ptr", "s_ptr")},
-                              "n_total": "i32", "n_tiles": "i32",
-                              **{n: "constexpr" for n in ("C_IN", "C_OUT", "L", "PAD", "KSIZE", "HAS_BIAS",
-                                 "DOT_PRECISION", "UPCAST_DOT", "INT64", "SC", "W_KMAJOR", "BLOCK_N", "BLOCK_CO",
-                                 "CO_SUB", "BLOCK_CI", "PROBES")}},
-     dict(C_IN=96, C_OUT=96, L=200, PAD=1, KSIZE=3, HAS_BIAS=True, DOT_PRECISION="ieee", UPCAST_DOT=False,
-          INT64=False, SC=96, W_KMAJOR=False, BLOCK_N=128, BLOCK_CO=32, CO_SUB=3, BLOCK_CI=32, PROBES=False)),
 ]"""
 
 
@@ -459,10 +441,10 @@ def test_weight_tma_descriptor_cache_and_fallbacks():
 
 def test_kernels_compile_for_sm90():
     """The shipped builds (gather fp16, channels-last fp32 with the config the H200 autotuner chose, the
-    transpose) and the fused experiment compile for sm_90 (the interpreter accepts code ptxas rejects)."""
+    transpose) compile for sm_90 (the interpreter accepts code ptxas rejects)."""
     from tests.case_studies.sm90 import compile_for_sm90
 
-    compile_for_sm90("from case_studies.conv1d import kernel as k, tma as t, fused as f", _SM90_CASES)
+    compile_for_sm90("from case_studies.conv1d import kernel as k, tma as t", _SM90_CASES)
 
 
 def test_exact_reference_is_fp32_and_restores_the_tf32_flag():

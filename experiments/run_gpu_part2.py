@@ -1,4 +1,9 @@
-"""GPU driver for the preprocessing case studies (issue 7): MapId, MBDT, Batch Event Truncate.
+"""Lab book, frozen: ran at commit 7c70478 as `case_studies.run_gpu_part2`; results:
+results/case_studies/{mapid,mbdt,event_truncate}/ (bench.csv, bench_dispatch.csv, checks.csv).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 7c70478;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+GPU driver for the preprocessing case studies (issue 7): MapId, MBDT, Batch Event Truncate.
 
     PYTHONPATH=. python3 case_studies/run_gpu_part2.py --out $OUT [--only mapid,mbdt,event_truncate]
                                                        [--budget-s 200] [--dispatch-csv-dir DIR] [--smoke]

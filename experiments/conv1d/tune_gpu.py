@@ -1,4 +1,9 @@
-"""One GPU call that checks the conv1d kernel and times candidate tile configs at the production shape
+"""Lab book, frozen: ran at commit 8340f0e as `case_studies.conv1d.tune_gpu`; results: results/case_studies/conv1d/
+(gpu_run3_tuning.json, gpu_run4_tuning.json, gpu_run4_checks.json, gpu_run4_log.txt).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 8340f0e;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One GPU call that checks the conv1d kernel and times candidate tile configs at the production shape
 (the exploration step before the official benchmark; its JSON goes to results/case_studies/conv1d/).
 
     PYTHONPATH=. python -m case_studies.conv1d.tune_gpu --out "$OUT" [--jobs 12]
@@ -23,11 +28,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from case_studies.conv1d.prewarm import benchmark_cases, warm
 
 from case_studies.common.timing import bench
 from case_studies.conv1d import bench as cb
 from case_studies.conv1d import kernel as ck
-from case_studies.conv1d.prewarm import benchmark_cases, warm
 from case_studies.conv1d.reference import conv1d_exact
 
 log = logging.getLogger("conv1d.tune_gpu")

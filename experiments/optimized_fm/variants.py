@@ -1,4 +1,10 @@
-"""Exploration kernels for Optimized FM at small N (not the shipped kernel; see kernel.py).
+"""Lab book, frozen: ran at commit 0c56eac as `case_studies.optimized_fm.variants`; results:
+results/case_studies/optimized_fm/explore_small_n/, proton_n24/ (the kernels explore_small_n.py and profile_n24.py
+time).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 0c56eac;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+Exploration kernels for Optimized FM at small N (not the shipped kernel; see kernel.py).
 
 * `empty_kernel`, `read_kernel`: the timing harness's floor (an empty launch, and one read of X with a
   tiny output), timed exactly as the FM kernels are.

@@ -1,4 +1,9 @@
-"""A side-by-side A/B of PFFN kernel configs at one shape on a GPU, before a recorded benchmark.
+"""Lab book, frozen: ran at commit 549d386 as `case_studies.pffn.gpu_ab`; results: results/case_studies/pffn/
+(ab_w2_early.json, host_tma/).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 549d386;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+A side-by-side A/B of PFFN kernel configs at one shape on a GPU, before a recorded benchmark.
 
     PYTHONPATH=. python -m case_studies.pffn.gpu_ab --out "$OUT/ab.json" --shape 16,64,128,256 \
         --configs '[{"BLOCK_B":16,"BLOCK_KC":128,"SPLIT_K":2,"num_warps":4,"num_stages":1,"TMA":0}, ...]'

@@ -1,4 +1,9 @@
-"""Proton profile of the shipped Optimized FM kernel at the production shape (B 1024, N 24, D 224, K 16,
+"""Lab book, frozen: ran at commit 587d1f6 as `case_studies.optimized_fm.profile_n24`; results:
+results/case_studies/optimized_fm/proton_n24/.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 587d1f6;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+Proton profile of the shipped Optimized FM kernel at the production shape (B 1024, N 24, D 224, K 16,
 FP16), beside the harness floor (one read of X) and eager, every launch after a 256 MB L2 flush:
 
     PYTHONPATH=. python -m case_studies.optimized_fm.profile_n24 --out DIR

@@ -1,4 +1,9 @@
-"""Compile the conv1d kernel for many (shape, dtype, config) cases in parallel processes before a
+"""Lab book, frozen: ran at commit 7dd3557 as `case_studies.conv1d.prewarm`; results: none of its own (the parallel
+compile tune_gpu.py ran first).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 7dd3557;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+Compile the conv1d kernel for many (shape, dtype, config) cases in parallel processes before a
 benchmark, so that the benchmark's autotuner finds every binary in Triton's on-disk cache.
 
 A device lease pays for every second the GPU machine is held, and Triton compiles one kernel at a time

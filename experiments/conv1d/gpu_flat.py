@@ -1,4 +1,9 @@
-"""One GPU call for the channels-last kernel's flattened tiles (`tma.py`, FLAT): checks, then an A/B.
+"""Lab book, frozen: ran at commit fd81a7f as `case_studies.conv1d.gpu_flat`; results:
+results/case_studies/conv1d/flat/.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at fd81a7f;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One GPU call for the channels-last kernel's flattened tiles (`tma.py`, FLAT): checks, then an A/B.
 
     PYTHONPATH=. python -m case_studies.conv1d.gpu_flat --out "$OUT/flat.json" --commit SHA
 
@@ -27,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from case_studies.conv1d.gpu_wtma import PROD, TOL, _compare, _inputs
 
 log = logging.getLogger("conv1d.gpu_flat")

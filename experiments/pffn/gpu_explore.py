@@ -1,4 +1,9 @@
-"""One exploratory GPU call for PFFN: split-K (splitk.py) against the one-pass kernel, side by side.
+"""Lab book, frozen: ran at commit 5718fa4 as `case_studies.pffn.gpu_explore`; results: results/case_studies/pffn/
+(explore_splitk.json, explore_descriptors.json, profile_round1/, profile_round2/).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 5718fa4;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One exploratory GPU call for PFFN: split-K (splitk.py) against the one-pass kernel, side by side.
 
     PYTHONPATH=. python -m case_studies.pffn.gpu_explore --out "$OUT" [--budget-s 120]
 

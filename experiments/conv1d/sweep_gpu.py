@@ -1,4 +1,9 @@
-"""One GPU call comparing the conv1d kernel variants side by side (the exploration before the benchmark).
+"""Lab book, frozen: ran at commit 8340f0e as `case_studies.conv1d.sweep_gpu`; results: results/case_studies/conv1d/
+(gpu_run5_sweep.json, gpu_run5_sweep_log.txt, gpu_run6_sweep2.json, proton/fused_probes*).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 8340f0e;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One GPU call comparing the conv1d kernel variants side by side (the exploration before the benchmark).
 
     PYTHONPATH=. python -m case_studies.conv1d.sweep_gpu --out "$OUT" [--budget-s 140]
 

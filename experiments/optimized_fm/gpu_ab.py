@@ -1,4 +1,9 @@
-"""Does the Optimized FM autotuner pick the fastest config? Every config it may choose, side by side, at
+"""Lab book, frozen: ran at commit 75b3dde as `case_studies.optimized_fm.gpu_ab`; results:
+results/case_studies/optimized_fm/gpu_ab/.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 75b3dde;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+Does the Optimized FM autotuner pick the fastest config? Every config it may choose, side by side, at
 every FP16 shape of the benchmark, on a GPU.
 
     PYTHONPATH=. python -m case_studies.optimized_fm.gpu_ab --out "$OUT/fm_ab.json" --commit SHA

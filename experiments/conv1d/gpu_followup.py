@@ -1,4 +1,9 @@
-"""A follow-up GPU call after the `final_gpu` benchmark: the cached plain-launch path of the gather kernel,
+"""Lab book, frozen: ran at commit 8340f0e as `case_studies.conv1d.gpu_followup`; results:
+results/case_studies/conv1d/ (gpu_run8_followup.csv, gpu_run8_followup.json, gpu_run8_log.txt, proton_gather_probes/).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 8340f0e;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+A follow-up GPU call after the `final_gpu` benchmark: the cached plain-launch path of the gather kernel,
 the rows it changes, inductor's max-autotune, and the probe profile that run could not finish.
 
     PYTHONPATH=. python -m case_studies.conv1d.gpu_followup --out "$OUT" --budget-s 150 --commit SHA
@@ -142,11 +147,12 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s",
                         handlers=[logging.StreamHandler(sys.stdout), logging.FileHandler(out / "log.txt")])
     torch.backends.cudnn.benchmark = True
+    from case_studies.conv1d.final_gpu import configs_for
+
     from case_studies.common.launch import warm_compile_cache
     from case_studies.common.results import write_rows
     from case_studies.common.runner import BenchmarkDecl, run_benchmark
     from case_studies.conv1d import bench as cb
-    from case_studies.conv1d.final_gpu import configs_for
     from workbench.provenance import collect
 
     prov = collect()

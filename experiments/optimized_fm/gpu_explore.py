@@ -1,4 +1,9 @@
-"""One exploratory GPU call for the two fusion case studies (Optimized FM and PFFN): correctness of the
+"""Lab book, frozen: ran at commit 587d1f6 as `case_studies.optimized_fm.gpu_explore`; results:
+results/case_studies/optimized_fm/host_us.json, results/case_studies/pffn/explore_tiles.json.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 587d1f6;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One exploratory GPU call for the two fusion case studies (Optimized FM and PFFN): correctness of the
 kernels on odd shapes in every dtype, every candidate config timed at the production shapes (CUDA-graph
 replay, short runs), the plain-launch cost of our launch path against Triton's own, and the host time of
 each piece of a call. Not the recorded benchmark (that is `case_studies/run_gpu_part1.py`): this picks

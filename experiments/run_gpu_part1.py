@@ -1,4 +1,9 @@
-"""One GPU call that checks and times the three compute case studies (conv1d, Optimized FM, PFFN).
+"""Lab book, frozen: ran at commit 7513a75 as `case_studies.run_gpu_part1`; results:
+results/case_studies/{conv1d,optimized_fm,pffn}/ (bench.csv, gpu_run*_checks.json, final_checks.json).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 7513a75;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One GPU call that checks and times the three compute case studies (conv1d, Optimized FM, PFFN).
 
     python case_studies/run_gpu_part1.py --out "$OUT" [--quick] [--budget-s 420] [--commit SHA]
 

@@ -1,4 +1,9 @@
-"""One GPU call for the gather kernel's weights-by-TMA option (`kernel.W_TMA`): checks, then an interleaved A/B.
+"""Lab book, frozen: ran at commit e4e255b as `case_studies.conv1d.gpu_wtma`; results:
+results/case_studies/conv1d/wtma/.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at e4e255b;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One GPU call for the gather kernel's weights-by-TMA option (`kernel.W_TMA`): checks, then an interleaved A/B.
 
     PYTHONPATH=. python -m case_studies.conv1d.gpu_wtma --out "$OUT/wtma.json" --commit SHA
 

@@ -1,4 +1,9 @@
-"""Instruction mix of the PFFN kernels' K loop, from an sm_90 build made on any machine (no GPU needed).
+"""Lab book, frozen: ran at commit c561fff as `case_studies.pffn.sass_stats`; results:
+results/case_studies/pffn/sass_loop_stats.json.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at c561fff;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+Instruction mix of the PFFN kernels' K loop, from an sm_90 build made on any machine (no GPU needed).
 
     python -m case_studies.pffn.sass_stats --out results/case_studies/pffn/sass_loop_stats.json
 

@@ -1,4 +1,9 @@
-"""conv1d with the transpose to channels-last fused in: every tap a 16-byte vector load, K-major operands.
+"""Lab book, frozen: ran at commit 2f7679a as `case_studies.conv1d.fused`; results: results/case_studies/conv1d/
+(gpu_run5_sweep.json, proton/fused_probes*); the path is gone from kernel.py.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 2f7679a;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+conv1d with the transpose to channels-last fused in: every tap a 16-byte vector load, K-major operands.
 
     y[b, co, l] = bias[co] + sum_{ci, k} w[co, ci, k] * x[b, ci, l + k - padding]     (stride 1, "same")
 

@@ -1,4 +1,9 @@
-"""The final GPU call for PFFN: the recorded benchmark, then a Proton profile of the kernel it measured.
+"""Lab book, frozen: ran at commit fc682c5 as `case_studies.pffn.gpu_final`; results: results/case_studies/pffn/
+(bench.csv, final*_checks.json, final*_log.txt, final*_profile/).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at fc682c5;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+The final GPU call for PFFN: the recorded benchmark, then a Proton profile of the kernel it measured.
 
     PYTHONPATH=. python -m case_studies.pffn.gpu_final --out "$OUT" --budget-s 80 --commit SHA
 

@@ -1,4 +1,9 @@
-"""The conv1d benchmark in one short GPU call: what `case_studies/run_gpu_part1.py --cases conv1d` records,
+"""Lab book, frozen: ran at commit 7513a75 as `case_studies.conv1d.final_gpu`; results: results/case_studies/conv1d/
+(bench.csv, gpu_run7_checks.json, gpu_run7_log.txt, proton/conv1d_kernels*).
+Nothing imports this file and it is not maintained: its imports name the modules as they were at 7513a75;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+The conv1d benchmark in one short GPU call: what `case_studies/run_gpu_part1.py --cases conv1d` records,
 fitted into a lease of about 100 s.
 
     PYTHONPATH=. python -m case_studies.conv1d.final_gpu --out "$OUT" --budget-s 85 --commit SHA

@@ -1,4 +1,9 @@
-"""One exploratory GPU call for Optimized FM at small N: where do the 12 us at N 24 go, and does a
+"""Lab book, frozen: ran at commit e85d70d as `case_studies.optimized_fm.explore_small_n`; results:
+results/case_studies/optimized_fm/explore_small_n/.
+Nothing imports this file and it is not maintained: its imports name the modules as they were at e85d70d;
+to re-run it, check that commit out. The maintained benchmark is `benchmarks/case_studies/run.py`.
+
+One exploratory GPU call for Optimized FM at small N: where do the 12 us at N 24 go, and does a
 streaming kernel (variants.fm_stream_kernel) beat the shipped one?
 
     PYTHONPATH=. python -m case_studies.optimized_fm.explore_small_n --out "$OUT" --budget-s 150
