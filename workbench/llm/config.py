@@ -34,6 +34,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "timeout_s": ("WORKBENCH_LLM_TIMEOUT_S",),
     "max_retries": ("WORKBENCH_LLM_MAX_RETRIES",),
     "device": ("WORKBENCH_LLM_DEVICE",),
+    "context_window": ("WORKBENCH_LLM_CONTEXT_WINDOW",),
 }
 
 _OPTIONAL_STR = frozenset({"base_url", "model", "api_key", "api_key_env", "model_dir"})
@@ -62,6 +63,9 @@ class LLMConfig:
     device: str = "cpu"  # "cpu", "cuda", "auto"
     dtype: str = "float32"  # torch dtype name for the local model
     seed: int | None = None  # seeds sampling in the local provider
+    # tokens the model sees (prompt + reply); None: ask the server's /models (vLLM, llama.cpp's own
+    # server report it; llama-cpp-python's does not, so set it to the server's --n_ctx there)
+    context_window: int | None = None
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
@@ -136,6 +140,7 @@ class LLMConfig:
             ("max_retries", int),
             ("connect_retries", int),
             ("seed", int),
+            ("context_window", int),
         ):
             if isinstance(values.get(name), str):
                 try:

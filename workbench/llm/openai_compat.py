@@ -122,6 +122,27 @@ class OpenAIProvider(LLMProvider):
             )
         return [str(item.get("id")) for item in items if isinstance(item, dict) and item.get("id")]
 
+    def context_window(self) -> int | None:
+        """Tokens the model sees (prompt + reply): the configured value, else what `GET /models` reports
+        (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`, LM Studio's `context_length`), else None."""
+        if self.config.context_window:
+            return int(self.config.context_window)
+        try:
+            response, _ = self._request("GET", "/models")
+            items = self._json(response).get("data") or []
+        except (LLMError, AttributeError) as exc:
+            log.info("context window unknown (GET /models: %s)", exc)
+            return None
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or (self._model and item.get("id") not in (self._model, None)):
+                continue
+            meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+            for value in (item.get("max_model_len"), item.get("context_length"), item.get("n_ctx"),
+                          meta.get("n_ctx"), meta.get("n_ctx_train")):  # fmt: skip
+                if isinstance(value, int) and value > 0:
+                    return value
+        return None
+
     def generate(self, messages: list[dict], *, max_tokens: int = 2048, temperature: float = 0.7) -> LLMReply:
         validate_messages(messages)
         if max_tokens < 1:

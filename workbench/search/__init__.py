@@ -48,6 +48,8 @@ def optimize(
     offline_share: float = 0.25,
     llm_max_new_tokens: int = 2048,
     llm_temperature: float = 0.7,
+    llm_step: dict[str, Any] | None = None,
+    max_rejected: int | None = 60,
     operator: Any = None,
     progress: bool = True,
 ):  # -> Run
@@ -55,6 +57,9 @@ def optimize(
 
     `evaluator` is a backend name (`local`, `ray`) or an `Evaluator` instance to reuse (not closed here).
     `operator` may be an `Operator` instance (tests, custom operators); by default it follows `llm`.
+    `llm_step` holds the LLM step's options (repairs, prechecks, edits, best_of, temperatures, samples,
+    context_window: `workbench.search.operators.LLMStepConfig`); `max_rejected` bounds the proposals
+    turned away before the harness, which do not spend `budget`.
     `resume` continues a stopped run by id (budgets and workers given here replace the stored ones).
     """
     from workbench.search.engine import SearchEngine
@@ -69,7 +74,9 @@ def optimize(
         offline_share=offline_share,
         llm_max_new_tokens=llm_max_new_tokens,
         llm_temperature=llm_temperature,
+        llm_step=dict(llm_step or {}),
         budget=budget,
+        max_rejected=max_rejected,
         max_wall_s=max_wall_s,
         max_tokens=max_tokens,
         stall=stall,

@@ -31,10 +31,14 @@ class SearchConfig:
     offline_share: float = 0.25  # share of LLM-run expansions given to the tuner
     llm_max_new_tokens: int = 2048  # per reply; prompt + reply must fit the model's context
     llm_temperature: float = 0.7
+    # the LLM step's options (workbench.search.operators.LLMStepConfig: repairs, prechecks, edits,
+    # best_of, temperatures, samples, context_window); empty: its defaults
+    llm_step: dict[str, Any] = field(default_factory=dict)
     budget: int | None = 20  # nodes after the seeds
     max_wall_s: float | None = None
     max_tokens: int | None = None
     stall: int | None = None
+    max_rejected: int | None = 60  # proposals turned away before the harness (they cost no evaluation)
     fitness_target: float | None = None
     workers: int = 1
     device: str = "auto"  # auto | cpu | cuda
@@ -63,6 +67,13 @@ class SearchConfig:
             self.limits()
         except ValueError as exc:
             raise SearchError(str(exc)) from None
+        if self.llm_step:
+            from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError
+
+            try:
+                LLMStepConfig.from_dict(self.llm_step)
+            except (LLMStepError, TypeError) as exc:
+                raise SearchError(str(exc)) from None
         for key in self.llm_options:
             from workbench.env import is_secret_name
 
@@ -79,6 +90,7 @@ class SearchConfig:
             max_tokens=self.max_tokens,
             stall_evals=self.stall,
             fitness_target=self.fitness_target,
+            max_rejected=self.max_rejected,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,6 +37,7 @@ RESUMABLE = (
     "max_wall_s",
     "max_tokens",
     "stall",
+    "max_rejected",
     "fitness_target",
     "workers",
     "evaluator",
@@ -126,6 +127,7 @@ class SearchEngine:
                 offline_share=self.cfg.offline_share,
                 max_new_tokens=self.cfg.llm_max_new_tokens,
                 temperature=self.cfg.llm_temperature,
+                step=self.cfg.llm_step or None,
                 **self.cfg.llm_options,
             )
         except ImportError as exc:
@@ -280,7 +282,10 @@ class SearchEngine:
         finished = sorted((n for n in nodes if n.evaluated), key=lambda n: (n.evaluated_at or 0.0, n.seq))
         for n in finished:  # replay: the policy and the counters see the run as it happened
             self.term.add_tokens(n.prompt_tokens + n.completion_tokens)
-            self.term.record(n.fitness, counts=n.operator != "seed")
+            if n.meta.get("rejected"):
+                self.term.record_rejected()
+            else:
+                self.term.record(n.fitness, counts=n.operator != "seed")
             self.policy.observe(n, self.tree)
             if n.error_class:
                 self.failures[n.error_class] += 1
@@ -322,7 +327,28 @@ class SearchEngine:
             past_failures=fails,
             overrides=dict(self.cfg.overrides),
             seed=self.rng.getrandbits(32),
+            related=self._related() if getattr(self.operator, "uses_related", False) else [],
         )
+
+    def _related(self, k: int = 12) -> list[tuple[str, Node]]:
+        """Passing kernels of other specs from the memory, each with its spec's path (the operator keys
+        them by the spec's aten ops); the best per spec, at most `k` specs."""
+        out: list[tuple[str, Node]] = []
+        seen: set[str] = {self.spec_key}
+        paths: dict[str, str | None] = {}
+        for n in self.memory.top_k(None, self.platform, k=8 * k, with_text="source"):
+            if n.spec_key in seen or not n.source:
+                continue
+            if n.run_id not in paths:
+                info = self.memory.get_run(n.run_id)
+                paths[n.run_id] = info.spec_path if info is not None else None
+            path = paths[n.run_id]
+            if path and Path(path).is_file():
+                seen.add(n.spec_key)
+                out.append((path, n))
+                if len(out) >= k:
+                    break
+        return out
 
     def _fill(self, pool: ThreadPoolExecutor, gens: dict, evals: dict) -> None:
         cap = self.evaluator.capacity
@@ -352,12 +378,15 @@ class SearchEngine:
             )
 
     def _take(self, prop: Proposal, sel: Selection) -> Node | None:
-        """Turn a proposal into a node: pending (to evaluate), a recorded failure, or nothing (discarded)."""
+        """Turn a proposal into a node: pending (to evaluate), a recorded failure, or nothing (discarded).
+        The rejected alternatives of a best-of-n (`prop.extra`) are recorded first."""
+        for other in prop.extra:
+            self._take(other, sel)
         parents = [p.id for p in sel.parents]
         if prop.source is None and prop.exhausted:
             self.policy.release(sel, self.tree)
             return self._discard(prop.diagnosis)
-        if prop.source is not None:
+        if prop.source is not None and not prop.rejected:
             dup = next((n for n in self.tree if n.source == prop.source), None)
             if dup is not None:
                 if prop.operator.startswith("offline"):
@@ -365,18 +394,22 @@ class SearchEngine:
                     return self._discard(f"proposal identical to node {dup.id}")
                 prop = Proposal(
                     prop.operator,
+                    source=prop.source,
                     prompt=prop.prompt,
                     response=prop.response,
                     error_class="duplicate",
-                    diagnosis=f"the candidate is identical to node {dup.id}; nothing was changed",
+                    diagnosis=f"rejected before evaluation: the candidate is identical to node {dup.id}",
                     prompt_tokens=prop.prompt_tokens,
                     completion_tokens=prop.completion_tokens,
                     meta=prop.meta,
+                    rejected=True,
                 )
         self._discards = 0
         meta = dict(prop.meta)
-        if prop.source is not None and prop.diagnosis:
+        if prop.source is not None and prop.diagnosis and not prop.rejected:
             meta["note"] = prop.diagnosis
+        if prop.rejected:
+            meta["rejected"] = True  # spent no evaluation: the resume replay counts it the same way
         node = self._node(
             prop.operator,
             parents,
@@ -390,7 +423,7 @@ class SearchEngine:
         )
         self.term.add_tokens(prop.prompt_tokens + prop.completion_tokens)
         self.tree.add(node)
-        if prop.source is None:
+        if prop.source is None or prop.rejected:
             node.fail_generation(prop.error_class or "generation_failed", prop.diagnosis)
             self._record(node)
             if prop.fatal:
@@ -444,7 +477,10 @@ class SearchEngine:
         if node.error_class:
             self.failures[node.error_class] += 1
         self.policy.observe(node, self.tree)
-        self.term.record(node.fitness, counts=node.operator != "seed")
+        if node.meta.get("rejected"):
+            self.term.record_rejected()
+        else:
+            self.term.record(node.fitness, counts=node.operator != "seed")
 
     # -- wrap-up ---------------------------------------------------------------------------------
     def _close(self) -> None:

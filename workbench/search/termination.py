@@ -33,6 +33,9 @@ class Limits:
     - max_tokens: LLM tokens (prompt + completion) spent by the run
     - stall_evals: stop after this many consecutive finished nodes without a new best fitness
     - fitness_target: stop as soon as a node reaches this fitness (speedup)
+    - max_rejected: proposals rejected before the harness (failed pre-harness checks, edits that did
+      not apply, duplicates); they are recorded nodes but spend no evaluation, so they have their own
+      budget instead of max_evals (else a model that never passes the checks would loop forever)
     """
 
     max_evals: int | None = 20
@@ -40,9 +43,10 @@ class Limits:
     max_tokens: int | None = None
     stall_evals: int | None = None
     fitness_target: float | None = None
+    max_rejected: int | None = 60
 
     def __post_init__(self) -> None:
-        for name in ("max_evals", "max_wall_s", "max_tokens", "stall_evals", "fitness_target"):
+        for name in ("max_evals", "max_wall_s", "max_tokens", "stall_evals", "fitness_target", "max_rejected"):
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise ValueError(f"{name} must be positive, got {v}")
@@ -63,6 +67,7 @@ class Termination:
     ) -> None:
         self.limits = limits
         self.done = done  # finished nodes after the seeds
+        self.rejected = 0  # proposals rejected before the harness (not in `done`)
         self.tokens = tokens
         self.best = best
         self.since_best = since_best
@@ -85,6 +90,10 @@ class Termination:
         if counts:
             self.done += 1
 
+    def record_rejected(self) -> None:
+        """One proposal was rejected before the harness: it spends the rejection budget only."""
+        self.rejected += 1
+
     def may_submit(self, in_flight: int) -> bool:
         """Whether one more node may be started (the budget counts nodes already in flight)."""
         lim = self.limits
@@ -99,6 +108,11 @@ class Termination:
             )
         if lim.max_evals is not None and self.done >= lim.max_evals:
             return Stop("budget_evals", f"evaluation budget of {lim.max_evals} spent")
+        if lim.max_rejected is not None and self.rejected >= lim.max_rejected:
+            return Stop(
+                "budget_rejected",
+                f"{self.rejected} proposals were rejected before evaluation (limit {lim.max_rejected})",
+            )
         if lim.max_tokens is not None and self.tokens >= lim.max_tokens:
             return Stop("budget_tokens", f"LLM token budget spent ({self.tokens} >= {lim.max_tokens})")
         if lim.max_wall_s is not None and self.elapsed() >= lim.max_wall_s:

@@ -6,11 +6,15 @@ import random
 from typing import Any
 
 from workbench.search.operators.base import Operator, OperatorContext, Proposal
+from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError
 from workbench.search.operators.offline import OfflineTuningOperator, has_tunables
-from workbench.search.operators.universal import LLMOperator, UniversalPromptBuilder, load_template
+from workbench.search.operators.prompt import UniversalPromptBuilder, load_template
+from workbench.search.operators.universal import LLMOperator
 
 __all__ = [
     "LLMOperator",
+    "LLMStepConfig",
+    "LLMStepError",
     "OfflineTuningOperator",
     "Operator",
     "OperatorContext",
@@ -34,6 +38,7 @@ class OperatorMix(Operator):
     ) -> None:
         self.llm, self.offline, self.offline_share = llm, offline, offline_share
         self.can_draft, self.supports_crossover, self.can_repair = True, True, True
+        self.uses_related = llm.uses_related
 
     def propose(self, ctx: OperatorContext) -> Proposal:
         rng = random.Random(ctx.seed ^ 0x5EED)
@@ -56,24 +61,35 @@ def make_operator(
     *,
     retriever: Any = "auto",
     offline_share: float = 0.25,
-    template: str = "universal_v1",
+    template: str = "universal_v2",
     max_new_tokens: int = 2048,
     temperature: float = 0.7,
+    step: dict[str, Any] | LLMStepConfig | None = None,
     **llm_cfg: Any,
 ) -> Operator:
     """`none`: the offline tuner alone (the embedded default). A provider name: the universal LLM
-    operator with the tuner beside it."""
+    operator with the tuner beside it. `step`: the LLM step's options (`LLMStepConfig`); without
+    `temperatures` there, `temperature` is the schedule."""
     offline = OfflineTuningOperator()
     if llm == "none":
         return offline
     from workbench.llm import get_provider
 
+    step_cfg = step if isinstance(step, LLMStepConfig) else LLMStepConfig.from_dict(
+        {"temperatures": [temperature], **(step or {})}
+    )
     provider = get_provider(llm, **llm_cfg)
+    builder = UniversalPromptBuilder(
+        template,
+        retriever=retriever,
+        op_samples="auto" if step_cfg.samples == "ops" else None,
+        sample_min_overlap=step_cfg.sample_min_overlap,
+    )
     op = LLMOperator(
         provider,
-        UniversalPromptBuilder(template, retriever=retriever),
+        builder,
         max_tokens=max_new_tokens,
-        temperature=temperature,
         concurrent=llm == "openai",
+        step=step_cfg,
     )
     return OperatorMix(op, offline, offline_share=offline_share) if offline_share > 0 else op

@@ -24,6 +24,9 @@ class OperatorContext:
     past_failures: list[Node] = field(default_factory=list)  # from the context memory
     overrides: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # per-proposal RNG seed (reproducible runs)
+    # passing kernels of other specs from the context memory, with each one's spec path: the LLM
+    # operator offers those whose spec has the same aten ops (cross-session reuse)
+    related: list[tuple[str, Node]] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +44,10 @@ class Proposal:
     meta: dict[str, Any] = field(default_factory=dict)
     fatal: bool = False  # the operator cannot work at all (unreachable endpoint, bad key): stop
     exhausted: bool = False  # nothing new to propose from these parents (tuning space done)
+    # a candidate (or reply) turned away before the harness: recorded as a node, costs no evaluation;
+    # the search's `max_rejected` budget counts these
+    rejected: bool = False
+    extra: list["Proposal"] = field(default_factory=list)  # the other, rejected replies of a best-of-n
 
 
 class Operator(abc.ABC):
@@ -50,6 +57,7 @@ class Operator(abc.ABC):
     can_draft = False  # can write a candidate from the spec alone
     supports_crossover = False  # accepts two parents
     can_repair = False  # can fix a candidate that fails (rewrite code, not just parameters)
+    uses_related = False  # reads OperatorContext.related (the engine queries the memory only then)
 
     @abc.abstractmethod
     def propose(self, ctx: OperatorContext) -> Proposal: ...
