@@ -229,7 +229,8 @@ def run_child(case: str, dtype: str, p: dict[str, int], names: list[str]) -> Non
             return                  # sticky: the parent resumes the rest in a new process
 
 
-def _job(case: str, dtype: str, p: dict[str, int]) -> list[dict[str, Any]]:
+def run_job(case: str, dtype: str, p: dict[str, int]) -> list[dict[str, Any]]:
+    """Every config of one (case, dtype, shape), in child processes (a crash costs only its own config)."""
     names = [*CASES[case]["configs"](p, dtype), "dispatch"]
     done: list[dict[str, Any]] = []
     env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [(case, CASES[case]["shape"](r)) for case in args.cases.split(",") for _ in range(args.shapes)]
     jobs = [(case, dtype, p) for case, p in shapes for dtype in CASES[case]["dtypes"]]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:      # processes share the GPU
-        results = [rec for recs in pool.map(lambda j: _job(*j), jobs) for rec in recs]
+        results = [rec for recs in pool.map(lambda j: run_job(*j), jobs) for rec in recs]
     fails = [x for x in results if not x.get("ok")]
     for f in fails:
         log.error("FAIL %s %s %s %s: %s", f["case"], f["dtype"], f["shape"], f["config"],

@@ -1,7 +1,7 @@
 """GPU self-check of the profiling package: `python -m profiling.selfcheck --out results/profiling/h200`.
 
-For each instrumented kernel (the demos in profiling/kernels.py and case-study kernels that declare
-probe regions), on a GPU:
+For each instrumented kernel (the demos in profiling/kernels.py, plus any kernels a caller passes in with
+`--cases-from module:function`, e.g. `case_studies.mbdt.profile:selfcheck_case`), on a GPU:
 1. correctness of PROBES=False and PROBES=True (outside a session the probes compile away);
 2. CUDA-event timing, back-to-back launches, median of trials: never inside a profiling session;
 3. a kernel-level (CUPTI) session, tree and chrome trace: its per-launch time must agree with (2)
@@ -110,57 +110,15 @@ def demo_cases(device: str = "cuda") -> list[Case]:
     ]
 
 
-def _mbdt_case(device: str) -> Case:
-    """MergeBucketizedDense (case_studies/mbdt) at 65536 x 256 features x 32 borders: 200 MB moved."""
-    import torch
-
-    from case_studies.mbdt import kernel as K
-    from case_studies.mbdt import reference as R
-    from case_studies.mbdt import spec as S
-
-    torch.manual_seed(0)
-    lengths = S.border_lengths(256, 32)
-    borders = S.make_borders(lengths)
-    x = S.make_x(65536, 256, False).to(device)
-    xs = x[:4096]
-    padded, counts, offsets, _ = K.pack_borders(borders.to(device), lengths)
-    model = R.MergeBucketizedDense(borders, lengths).to(device)
-    return Case(
-        "mbdt",
-        K._mbdt_kernel,
-        lambda p: K.mbdt(x, padded, counts, offsets, probes=p),
-        lambda: model(x),
-        lambda p: K.mbdt(xs, padded, counts, offsets, probes=p),
-        bytes=(4 + 8) * x.numel(),
-        atol=0,
-        rtol=0,
-    )
-
-
-# Case studies with an adapter here; others may offer `profiling_case(device) -> dict of Case fields`.
-CASE_STUDY_ADAPTERS: dict[str, Callable[[str], Case]] = {"mbdt": _mbdt_case}
-
-
-def case_study_cases(device: str = "cuda") -> list[Case]:
-    """Case-study kernels with probe regions that this self-check knows how to drive."""
-    out: list[Case] = []
-    root = Path(__file__).resolve().parents[1] / "case_studies"
-    for kfile in sorted(root.glob("*/kernel.py")):
-        name = kfile.parent.name
-        if "PROBES" not in kfile.read_text():
-            continue
-        try:
-            if name in CASE_STUDY_ADAPTERS:
-                out.append(CASE_STUDY_ADAPTERS[name](device))
-                continue
-            mod = importlib.import_module(f"case_studies.{name}.kernel")
-            if hasattr(mod, "profiling_case"):
-                out.append(Case(**mod.profiling_case(device)))
-            else:
-                log.info("case study %s has probes but no adapter: skipped", name)
-        except Exception as exc:  # a case study in flux must not stop the self-check
-            log.warning("case study %s skipped: %s", name, exc)
-    return out
+def cases_from(spec: str, device: str = "cuda") -> list[Case]:
+    """Cases offered by another package, named on the command line as `module:function`: the function
+    takes the device and returns one dict of `Case` fields or a list of them. The self-check knows no
+    caller's kernels: whoever wants theirs profiled passes them in (`--cases-from`)."""
+    mod_name, _, fn_name = spec.partition(":")
+    if not mod_name or not fn_name:
+        raise ValueError(f"--cases-from {spec!r}: expected module:function")
+    got = getattr(importlib.import_module(mod_name), fn_name)(device)
+    return [Case(**d) for d in (got if isinstance(got, list) else [got])]
 
 
 def time_cuda_events(fn: Callable[[], Any], reps: int = 20, trials: int = 7) -> dict[str, float]:
@@ -362,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-ctas", type=int, default=48, help="CTAs kept in committed probe traces")
     ap.add_argument("--only", nargs="*", help="case names to run (default: all)")
     ap.add_argument("--commit", default=None, help="git commit to record when the tree has no .git")
+    ap.add_argument("--cases-from", action="append", default=[], metavar="MODULE:FUNCTION",
+                    help="more cases: FUNCTION(device) returns a dict of Case fields or a list of them "
+                         "(the recorded run: case_studies.mbdt.profile:selfcheck_case)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -386,7 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         "agreement_tolerance": AGREEMENT_TOL,
         "cases": {},
     }
-    cases = demo_cases() + case_study_cases()
+    cases = demo_cases()
+    for spec in args.cases_from:
+        try:
+            cases += cases_from(spec)
+        except Exception as exc:  # a caller's case that cannot be built must not stop the self-check
+            log.warning("--cases-from %s skipped: %s", spec, exc)
+            summary["cases"][spec] = {"passed": False, "error": f"{type(exc).__name__}: {exc}"}
     if args.only:
         cases = [c for c in cases if c.name in args.only]
     with tempfile.TemporaryDirectory() as tmp:

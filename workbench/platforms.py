@@ -78,3 +78,29 @@ def describe_device(device: str = "auto") -> Platform:
         warp_size=getattr(props, "warp_size", 64 if is_rocm else 32),
         ceilings_source=row.get("source", "unknown architecture: no ceilings"),
     )
+
+
+# torch dtype names -> the keys of `peak_tflops`: fp32 matmuls run on TF32 tensor cores (cuDNN's and our
+# kernels' default), so their ceiling is the tf32 one where the table has it.
+_DTYPE_KEYS = {"float16": "fp16", "bfloat16": "bf16", "float32": "tf32"}
+
+
+def arch_ceilings(arch: str) -> dict[str, Any]:
+    """The ceilings of an architecture (`mem_bandwidth_gbs`, `peak_tflops`, `source`, ...), a copy; {} when
+    the table has none. Rooflines and benchmark reports read them here, not from a copy of their own."""
+    import copy
+
+    return copy.deepcopy(_ARCH_TABLE.get(arch, {}))
+
+
+def peak_tflops(arch: str, dtype: str) -> float:
+    """The dense-GEMM ceiling of `arch` for a torch dtype name (`float16`, `bfloat16`, `float32` via TF32),
+    NaN when unknown."""
+    peaks = _ARCH_TABLE.get(arch, {}).get("peak_tflops", {})
+    key = _DTYPE_KEYS.get(dtype, dtype)
+    return float(peaks.get(key, peaks.get("fp32" if key == "tf32" else key, float("nan"))))
+
+
+def mem_bandwidth_gbs(arch: str) -> float:
+    """The copy bandwidth of `arch` in GB/s (read + write bytes), NaN when unknown."""
+    return float(_ARCH_TABLE.get(arch, {}).get("mem_bandwidth_gbs", float("nan")))

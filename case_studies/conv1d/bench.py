@@ -1,6 +1,6 @@
 """The conv1d benchmark, declared as data, and what the runner needs to measure it.
 
-Run on a GPU through `case_studies/run_gpu_part1.py`; results land in
+Run on a GPU through `benchmarks/case_studies/run.py --case conv1d`; recorded results are in
 `results/case_studies/conv1d/bench.csv` with provenance on every row.
 """
 from __future__ import annotations

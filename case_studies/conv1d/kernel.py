@@ -608,7 +608,7 @@ def grid_size(n_total: int, c_out: int, kw: dict, sm_count: int) -> int:
 
 def launch_meta(bsz: int, c_in: int, l_in: int, c_out: int, ksize: int, stride: int, padding: int,
                 dtype: torch.dtype, has_bias: bool, probes: bool = False) -> tuple[int, dict]:
-    """The kernel's `n_total` and compile-time arguments for one problem (shared with `prewarm`)."""
+    """The kernel's `n_total` and compile-time arguments for one problem."""
     l_out = (l_in + 2 * padding - ksize) // stride + 1
     n_total = bsz * l_out
     big = max(bsz * c_in * l_in, bsz * c_out * l_out) + n_total >= 2**31 - 1

@@ -3,7 +3,8 @@
 Contenders that return an exact-size output (the per-feature baseline, the vectorized formulation,
 `triton_exact`) synchronize with the host once or more and are timed as plain launches only;
 `triton_nosync` (upper-bound-sized values, device offsets) is also replayed as a CUDA graph. Run on a
-GPU through `case_studies/run_gpu_part2.py`; results land in `results/case_studies/event_truncate/bench.csv`.
+GPU through `benchmarks/case_studies/run.py --case event_truncate`; recorded results are in
+`results/case_studies/event_truncate/bench.csv`.
 """
 from __future__ import annotations
 
@@ -95,6 +96,12 @@ def _checked_nosync(**kw: Any) -> Any:
                 return v, o
         return Timed()
     return make
+
+
+def configured(config: dict[str, Any]) -> Any:
+    """The sync-free path with `config` (`batch_event_truncate` keywords: segs, cols, num_warps, ...) as a
+    contender factory, for A/B runs (`benchmarks/case_studies/ab.py`)."""
+    return _checked_nosync(**config)
 
 
 def _kernel_module() -> Any:

@@ -1,6 +1,6 @@
 """The MapId benchmark, declared as data, and what the exact-output runner needs to measure it.
 
-Run on a GPU through `case_studies/run_gpu_part2.py`; results land in
+Run on a GPU through `benchmarks/case_studies/run.py --case mapid`; recorded results are in
 `results/case_studies/mapid/bench.csv` with provenance on every row.
 """
 from __future__ import annotations
@@ -90,6 +90,23 @@ def _module(kind: str, **kw: Any) -> Any:
             else:
                 m = _cached(key, lambda: kernel.MapIdKernel(vocab, variant=kind))
         m(ids)          # compile the Triton kernel outside the timing loop
+        return lambda: m(ids)
+    return make
+
+
+def configured(config: dict[str, Any]) -> Any:
+    """The kernel built with `config` (`variant`: bucket/hash/bsearch, `spread`: the bucket directory's
+    extra bits) as a contender factory, for A/B runs (`benchmarks/case_studies/ab.py`)."""
+    unknown = set(config) - {"variant", "spread"}
+    if unknown:
+        raise ValueError(f"mapid configs take variant and spread; got {sorted(unknown)}")
+
+    def make(p: dict[str, Any], inputs: tuple) -> Any:
+        from case_studies.mapid import kernel
+
+        vocab, ids = inputs
+        m = kernel.MapIdKernel(vocab, variant=config.get("variant"), spread=config.get("spread"))
+        m(ids)
         return lambda: m(ids)
     return make
 

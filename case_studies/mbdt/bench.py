@@ -1,7 +1,7 @@
 """The MBDT benchmark, declared as data, and what the exact-output runner needs to measure it.
 
 Shapes are Batch x Features x Borders (the paper's Figure 17 range, then beyond it). Run on a GPU
-through `case_studies/run_gpu_part2.py`; results land in `results/case_studies/mbdt/bench.csv`.
+through `benchmarks/case_studies/run.py --case mbdt`; recorded results are in `results/case_studies/mbdt/bench.csv`.
 """
 from __future__ import annotations
 
@@ -75,6 +75,12 @@ def _kernel_module(**kw: Any) -> Any:
             return kernel.mbdt(x, self.padded, self.counts, self.offsets, **kw)
 
     return Configured
+
+
+def configured(config: dict[str, Any]) -> Any:
+    """The kernel with `config` (`kernel.mbdt` keywords: block, num_warps, search) as a contender factory,
+    for A/B runs (`benchmarks/case_studies/ab.py`)."""
+    return _module(_kernel_module(**config))
 
 
 def _dispatch_module(results_csv: str | Path | None) -> Any:

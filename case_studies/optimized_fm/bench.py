@@ -1,5 +1,6 @@
 """The Optimized FM benchmark, declared as data, and what the runner needs to measure it.
-Results: `results/case_studies/optimized_fm/bench.csv` (run by `case_studies/run_gpu_part1.py`)."""
+Results: `results/case_studies/optimized_fm/bench.csv` (recorded by `experiments/run_gpu_part1.py`;
+run: `benchmarks/case_studies/run.py --case optimized_fm`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,7 +23,7 @@ BENCHMARK = {
     "warmup_ms": 10,
     "rep_ms": 50,
     # Every sweep is named production_*: the issue's production range is N 8-128 and K 16-64, so
-    # run_gpu_part1's production phase (or --quick) measures them all, in this order, within its budget.
+    # `run.py --shapes production,production_bf16,production_sweep` measures them all, in this order, within its budget.
     "sweeps": [
         {"name": "production", "shapes": PRODUCTION, "dtypes": ["float16"],
          "contenders": ["eager", "compile_default", "triton"],
@@ -35,7 +36,7 @@ BENCHMARK = {
         {"name": "production_sweep", "shapes": [_shape(n, 16) for n in (8, 40, 96)] + [_shape(24, 32)]
          + [_shape(n, 64) for n in (24, 64)],
          "dtypes": ["float16"], "contenders": ["eager", "triton"], "modes": ["plain", "graph"]},
-        # last: tens of seconds of compilation; run_gpu_part1 without --quick gives it what is left
+        # last: tens of seconds of compilation; only with `run.py --compile`
         {"name": "max_autotune", "shapes": PRODUCTION[:1], "dtypes": ["float16"],
          "contenders": ["compile_max_autotune"], "modes": ["plain", "graph"]},
     ],

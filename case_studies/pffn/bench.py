@@ -1,5 +1,6 @@
 """The PFFN benchmark, declared as data, and what the runner needs to measure it.
-Results: `results/case_studies/pffn/bench.csv` (run by `case_studies/run_gpu_part1.py`)."""
+Results: `results/case_studies/pffn/bench.csv` (recorded by `experiments/pffn/gpu_final.py`;
+run: `benchmarks/case_studies/run.py --case pffn`)."""
 from __future__ import annotations
 
 import functools
@@ -24,7 +25,7 @@ BENCHMARK = {
     "warmup_ms": 10,
     "rep_ms": 50,
     # Every sweep is named production_*: the issue's production range is B 64-4096 and D 64-512, so
-    # run_gpu_part1's production phase (or --quick) measures them all, in this order, within its budget.
+    # the production sweeps measure them all, in this order, within its budget.
     # torch.compile's max-autotune (tens of seconds a shape) was measured in an earlier run at b256_d256
     # (rows kept in bench.csv with their own provenance).
     "sweeps": [

@@ -6,19 +6,15 @@ persistent); the weight-packing cache; the dispatcher against the recorded H200 
 the kernels compile for sm_90."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import pytest
+import torch
+import triton
 
-ensure_interpreter_if_no_gpu()
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import triton  # noqa: E402
-
-from case_studies.common.results import write_rows  # noqa: E402
-from case_studies.conv1d import kernel, spec, tma  # noqa: E402
-from case_studies.conv1d.dispatch import Conv1dDispatcher  # noqa: E402
-from case_studies.conv1d.dispatch import conv1d as dispatched_conv1d  # noqa: E402
-from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference  # noqa: E402
+from case_studies.common.results import write_rows
+from case_studies.conv1d import kernel, spec, tma
+from case_studies.conv1d.dispatch import Conv1dDispatcher
+from case_studies.conv1d.dispatch import conv1d as dispatched_conv1d
+from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_reference
 
 # (dtype, atol, rtol): fp16/bf16 one output rounding; fp32 is exact products in the interpreter
 DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 5e-2, 2e-2)]

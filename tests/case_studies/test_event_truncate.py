@@ -4,22 +4,18 @@ batches, T = 0, no truncation, several scan blocks and several copy chunks; plus
 runner's plumbing on tuple outputs."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import pytest
+import torch
 
-ensure_interpreter_if_no_gpu()
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from case_studies.common.preprocessing import ExactCase, outputs_identical, run_exact_benchmark  # noqa: E402
-from case_studies.common.runner import BenchmarkDecl  # noqa: E402
-from case_studies.event_truncate import kernel, spec  # noqa: E402
-from case_studies.event_truncate.dispatch import (  # noqa: E402
+from case_studies.common.preprocessing import ExactCase, outputs_identical, run_exact_benchmark
+from case_studies.common.runner import BenchmarkDecl
+from case_studies.event_truncate import kernel, spec
+from case_studies.event_truncate.dispatch import (
     BatchEventTruncateDispatch,
     EventTruncateDispatcher,
 )
-from case_studies.event_truncate.reference import BatchEventTruncate, BatchEventTruncateVectorized  # noqa: E402
-from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
+from case_studies.event_truncate.reference import BatchEventTruncate, BatchEventTruncateVectorized
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90
 
 
 def _batch(f: int, b: int, max_events: int, seed: int, dtype: torch.dtype = torch.int64):

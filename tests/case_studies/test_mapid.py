@@ -3,18 +3,14 @@ vectorized formulation agree bit for bit with the paper's four-operator chain, i
 ids, duplicated vocabulary entries, extreme int64 values and empty batches."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import numpy as np
+import pytest
+import torch
 
-ensure_interpreter_if_no_gpu()
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from case_studies.mapid import kernel, spec  # noqa: E402
-from case_studies.mapid.dispatch import MapIdDispatch, MapIdDispatcher  # noqa: E402
-from case_studies.mapid.reference import MapIdTransform, MapIdTransformVectorized  # noqa: E402
-from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
+from case_studies.mapid import kernel, spec
+from case_studies.mapid.dispatch import MapIdDispatch, MapIdDispatcher
+from case_studies.mapid.reference import MapIdTransform, MapIdTransformVectorized
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 VARIANTS = ["bucket", "hash", "bsearch"]

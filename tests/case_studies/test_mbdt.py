@@ -3,20 +3,16 @@ paper's baseline agree bit for bit; the baseline's edge behaviour (NaN, inf, -0.
 features) is pinned by hand-computed values."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import math
 
-ensure_interpreter_if_no_gpu()
+import pytest
+import torch
 
-import math  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from case_studies.common.dispatch import ShapeDispatcher  # noqa: E402
-from case_studies.mbdt import kernel, spec  # noqa: E402
-from case_studies.mbdt.dispatch import MBDTDispatch, MBDTDispatcher  # noqa: E402
-from case_studies.mbdt.reference import MergeBucketizedDense, MergeBucketizedDenseVectorized  # noqa: E402
-from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90  # noqa: E402
+from case_studies.common.dispatch import ShapeDispatcher
+from case_studies.mbdt import kernel, spec
+from case_studies.mbdt.dispatch import MBDTDispatch, MBDTDispatcher
+from case_studies.mbdt.reference import MergeBucketizedDense, MergeBucketizedDenseVectorized
+from tests.case_studies.sm90 import compile_for_sm90 as _compile_for_sm90
 
 NAN, INF = float("nan"), float("inf")
 

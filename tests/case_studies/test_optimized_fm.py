@@ -2,21 +2,17 @@
 shapes, every supported dtype at its tolerance; the dispatcher's decisions."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import inspect
+import json
 
-ensure_interpreter_if_no_gpu()
+import pytest
+import torch
 
-import inspect  # noqa: E402
-import json  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from case_studies.common.results import write_rows  # noqa: E402
-from case_studies.optimized_fm import kernel, spec  # noqa: E402
-from case_studies.optimized_fm.dispatch import OptimizedFMDispatcher  # noqa: E402
-from case_studies.optimized_fm.dispatch import optimized_fm as dispatched_fm  # noqa: E402
-from case_studies.optimized_fm.reference import optimized_fm_reference  # noqa: E402
+from case_studies.common.results import write_rows
+from case_studies.optimized_fm import kernel, spec
+from case_studies.optimized_fm.dispatch import OptimizedFMDispatcher
+from case_studies.optimized_fm.dispatch import optimized_fm as dispatched_fm
+from case_studies.optimized_fm.reference import optimized_fm_reference
 
 # (dtype, atol, rtol) on outputs of order 1 (X scaled by D^-1/4)
 DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 5e-2, 2e-2)]

@@ -2,23 +2,19 @@
 bmm/GELU/RMSNorm chain, small and odd shapes, every supported dtype at its tolerance; the dispatcher."""
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import json
 
-ensure_interpreter_if_no_gpu()
+import pytest
+import torch
+import triton
+import triton.language as tl
 
-import json  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-from case_studies.common.results import write_rows  # noqa: E402
-from case_studies.pffn import kernel, spec  # noqa: E402
-from case_studies.pffn.dispatch import PFFNDispatcher  # noqa: E402
-from case_studies.pffn.dispatch import pffn as dispatched_pffn  # noqa: E402
-from case_studies.pffn.gelu import gelu  # noqa: E402
-from case_studies.pffn.reference import pffn_reference  # noqa: E402
+from case_studies.common.results import write_rows
+from case_studies.pffn import kernel, spec
+from case_studies.pffn.dispatch import PFFNDispatcher
+from case_studies.pffn.dispatch import pffn as dispatched_pffn
+from case_studies.pffn.gelu import gelu
+from case_studies.pffn.reference import pffn_reference
 
 # (dtype, atol, rtol) on RMS-normalized outputs of order 1
 DTYPES = [(torch.float32, 1e-4, 1e-4), (torch.float16, 1e-2, 1e-2), (torch.bfloat16, 6e-2, 2e-2)]

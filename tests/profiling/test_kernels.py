@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import pytest
+import torch
 
-ensure_interpreter_if_no_gpu()
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from profiling import ProfilingUnavailable, declared_regions  # noqa: E402
-from profiling import kernels as K  # noqa: E402
-from profiling.probes import ttgir_regions_batch  # noqa: E402
+from profiling import ProfilingUnavailable, declared_regions
+from profiling import kernels as K
+from profiling.probes import ttgir_regions_batch
 
 SMALL_MATMUL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 

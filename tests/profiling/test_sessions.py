@@ -12,14 +12,10 @@ import os
 import shutil
 from pathlib import Path
 
-from workbench.env import ensure_interpreter_if_no_gpu
+import pytest
 
-ensure_interpreter_if_no_gpu()
-
-import pytest  # noqa: E402
-
-import profiling  # noqa: E402
-from profiling import sessions  # noqa: E402
+import profiling
+from profiling import sessions
 
 FIX = Path(__file__).parent / "fixtures"
 
