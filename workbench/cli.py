@@ -8,7 +8,8 @@ import sys
 
 # Subsystems that add verbs; each module has `register(subparsers)`. Imported lazily and skipped
 # with a warning when the module is absent, so one part's breakage does not take the CLI down.
-_SUBSYSTEMS = ("workbench.harness.cli", "workbench.search.cli", "retrieval.cli", "profiling.cli")
+_SUBSYSTEMS = ("workbench.harness.cli", "workbench.search.cli", "retrieval.cli", "profiling.cli",
+               "workbench.suites.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

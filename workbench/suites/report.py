@@ -1,0 +1,200 @@
+"""A suite run's report: `report.json` (schema in docs/suites.md), `report.md`, `problems.csv`, plots."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.suites.scoring import EXCESSIVE_SPEEDUP, P_VALUES, by_level
+from workbench.suites.store import SuiteStore
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "workbench.suites.report/1"
+CSV_COLUMNS = ("problem_id", "level", "name", "status", "verdict", "correct", "fitness", "speedup",
+               "runtime_us", "baseline_us", "compile_baseline_us", "speedup_vs_compile", "best_kernel",
+               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "diagnosis")
+
+
+def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
+    """The report of the run in `path` from its store (works on a stopped run: unfinished rows count as
+    not correct, and `complete` is false)."""
+    records = []
+    for row in store.problems():
+        rec = dict(row.record) if row.record else {
+            "problem_id": row.problem_id, "level": row.level, "name": row.name, "spec_path": row.spec_path,
+            "verdict": "not_run", "correct": False, "fitness": 0.0, "speedup": 0.0,
+            "diagnosis": "not finished (resume the run)"}
+        rec["status"] = row.status
+        rec["attempts"] = row.attempts
+        records.append(rec)
+    counts = store.counts()
+    return {
+        "schema": SCHEMA,
+        "run_id": path.name,
+        "suite": (store.meta("config") or {}).get("suite"),
+        "config": store.meta("config"),
+        "provenance": store.meta("provenance"),
+        "created_at": store.meta("created_at"),
+        "reported_at": time.time(),
+        "complete": counts.get("pending", 0) + counts.get("running", 0) == 0,
+        "counts": counts,
+        "p_values": list(P_VALUES),
+        "excessive_speedup_threshold": EXCESSIVE_SPEEDUP,
+        "levels": by_level(records),
+        "problems": records,
+    }
+
+
+def _csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for r in report["problems"]:
+        sizes = r.get("sizes") or {}
+        rows.append({**{k: r.get(k) for k in CSV_COLUMNS},
+                     "sizes_overrides": json.dumps(sizes.get("overrides", {}), sort_keys=True),
+                     "input_shapes": json.dumps(sizes.get("input_shapes")),
+                     "seed_mode": (r.get("seed") or {}).get("mode")})
+    return rows
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    """Per level: n, correct, fast_p at each p (eager; compile when measured), geomean speedup."""
+    ps = [f"{p:g}" for p in report["p_values"]]
+    head = f"{'level':>8} {'n':>4} {'correct':>7} " + " ".join(f"{'fast_' + p:>8}" for p in ps) + f" {'geomean':>8}"
+    lines = [head, "-" * len(head)]
+    for lvl, s in report["levels"].items():
+        lines.append(f"{lvl:>8} {s['n']:>4} {s['correct']:>7} "
+                     + " ".join(f"{_fmt(s['fast_p'][p], '.3f'):>8}" for p in ps)
+                     + f" {_fmt(s['geomean_speedup']):>8}")
+        if s.get("fast_p_vs_compile"):
+            lines.append(f"{'':>8} {'':>4} {'compile':>7} "
+                         + " ".join(f"{_fmt(s['fast_p_vs_compile'][p], '.3f'):>8}" for p in ps)
+                         + f" {_fmt(s['geomean_speedup_vs_compile']):>8}")
+    return "\n".join(lines)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    cfg = report.get("config") or {}
+    prov = report.get("provenance") or {}
+    lines = [f"# Suite run `{report['run_id']}` ({report.get('suite')})", "",
+             f"- device {cfg.get('device')} ({prov.get('gpu') or prov.get('cpu')}), torch {prov.get('torch')}, "
+             f"triton {prov.get('triton')}, commit {prov.get('commit')}, {prov.get('date')}",
+             f"- seed {cfg.get('seed')}, budget {cfg.get('budget')}, llm {cfg.get('llm')}, "
+             f"max_elems {cfg.get('max_elems') or 'published sizes'}, workers {cfg.get('workers')} "
+             f"({cfg.get('evaluator')})",
+             f"- problems: {report['counts']}" + ("" if report["complete"] else " (INCOMPLETE: resume the run)"),
+             "", "fast_p = correct and speedup > p, over all problems of the level (KernelBench's definition).", "",
+             "```", summary_table(report), "```", ""]
+    flagged = report["levels"]["all"]["excessive_speedup"]
+    if flagged:
+        lines += [f"Speedups above {report['excessive_speedup_threshold']:g}x, to review by hand: "
+                  + ", ".join(f"`{f}`" for f in flagged), ""]
+    reasons: dict[str, int] = {}
+    for r in report["problems"]:
+        if not r.get("correct"):
+            key = (r.get("diagnosis") or r.get("verdict") or "?").split(":")[0][:60]
+            reasons[key] = reasons.get(key, 0) + 1
+    if reasons:
+        lines += ["Not correct, by first word of the reason: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])), ""]
+    lines += ["![fast_p over p](fast_p.png)", "", "![speedups per level](speedups.png)", "",
+              "| problem | status | verdict | speedup | runtime us | eager us | sizes | diagnosis |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in report["problems"]:
+        sizes = (r.get("sizes") or {}).get("overrides") or {}
+        diag = (r.get("diagnosis") or "").replace("|", "/").replace("\n", " ")[:120]
+        lines.append(f"| {r['problem_id']} | {r['status']} | {r.get('verdict')} | {_fmt(r.get('speedup'))} | "
+                     f"{_fmt(r.get('runtime_us'), '.1f')} | {_fmt(r.get('baseline_us'), '.1f')} | "
+                     f"{' '.join(f'{k}={v}' for k, v in sizes.items()) or '-'} | {diag} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_fast_p(report: dict[str, Any], ax: Any = None) -> Any:
+    """fast_p over p (0..max(3, largest speedup)), one line per level; dashed: against torch.compile."""
+    import numpy as np
+    import pandas as pd
+    import seaborn as sns
+    from matplotlib.figure import Figure
+
+    from workbench.suites.scoring import fast_p
+
+    if ax is None:
+        ax = Figure(figsize=(6.4, 3.8), dpi=110).add_subplot(1, 1, 1)
+    recs = report["problems"]
+    top = max([3.0] + [float(r.get("speedup") or 0) for r in recs if r.get("correct")])
+    ps = np.linspace(0, min(top, 50.0), 121)
+    rows = []
+    levels = sorted({str(r["level"]) for r in recs})
+    for lvl in levels:
+        sub = [r for r in recs if str(r["level"]) == lvl]
+        for key, label in (("speedup", "eager"), ("speedup_vs_compile", "torch.compile")):
+            if key == "speedup_vs_compile" and not any(r.get(key) is not None for r in sub):
+                continue
+            rows += [{"p": p, "fast_p": fast_p(sub, float(p), key), "level": lvl, "baseline": label} for p in ps]
+    df = pd.DataFrame(rows)
+    if len(df):
+        sns.lineplot(data=df, x="p", y="fast_p", hue="level", style="baseline", ax=ax, drawstyle="steps-post")
+    for p in (1.0, 1.5, 2.0):
+        ax.axvline(p, color="grey", lw=0.6, ls=":")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("speedup threshold p")
+    ax.set_ylabel("fast_p (share of all problems)")
+    ax.set_title(f"{report['run_id']}: fast_p over p", fontsize=9)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_speedups(report: dict[str, Any], ax: Any = None) -> Any:
+    """Speedup over eager of the correct problems, per level (log scale; the line is 1x)."""
+    import pandas as pd
+    import seaborn as sns
+    from matplotlib.figure import Figure
+
+    if ax is None:
+        ax = Figure(figsize=(6.4, 3.8), dpi=110).add_subplot(1, 1, 1)
+    df = pd.DataFrame([{"level": str(r["level"]), "speedup": float(r["speedup"])} for r in report["problems"]
+                       if r.get("correct") and r.get("speedup")])
+    if len(df):
+        order = sorted(df["level"].unique())
+        sns.boxplot(data=df, x="level", y="speedup", order=order, ax=ax, color="lightgrey", fliersize=0)
+        sns.stripplot(data=df, x="level", y="speedup", order=order, ax=ax, size=4, color="tab:blue")
+        ax.set_yscale("log")
+    else:
+        ax.text(0.5, 0.5, "no correct problem", ha="center", va="center", transform=ax.transAxes)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.axhline(EXCESSIVE_SPEEDUP, color="tab:red", lw=0.6, ls="--")
+    ax.set_ylabel("speedup over eager")
+    ax.set_title(f"{report['run_id']}: speedups of correct problems", fontsize=9)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def write_report(path: Path, store: SuiteStore) -> tuple[dict[str, Any], dict[str, Path]]:
+    import pandas as pd
+
+    report = build_report(path, store)
+    files = {"json": path / "report.json", "md": path / "report.md", "csv": path / "problems.csv",
+             "fast_p": path / "fast_p.png", "speedups": path / "speedups.png"}
+    files["json"].write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    files["md"].write_text(markdown(report), encoding="utf-8")
+    pd.DataFrame(_csv_rows(report), columns=list(CSV_COLUMNS)).to_csv(files["csv"], index=False)
+    try:
+        plot_fast_p(report).savefig(files["fast_p"])
+        plot_speedups(report).savefig(files["speedups"])
+    except Exception:  # the numbers are written already; a plotting failure must not hide them
+        log.exception("plotting the suite report failed")
+    return report, files
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """A recorded `report.json` (a file or a run directory)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "report.json"
+    return json.loads(p.read_text(encoding="utf-8"))

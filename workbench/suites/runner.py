@@ -1,0 +1,310 @@
+"""Running a suite: every problem prepared in its own process, evaluated through the evaluators, stored.
+
+One thread per worker takes the next unfinished problem: prepare it (`prepare.py`: load, size, lower),
+evaluate its seed (`--budget 0`) or search from it (`workbench.search.optimize`), time torch.compile
+when asked (GPU), and commit its row. Whatever goes wrong with one problem becomes that problem's
+reason; the run goes on. A SIGKILL loses only the problems in flight, which `--resume` runs again.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.suites.config import RESUMABLE, SuiteConfig
+from workbench.suites.problems import Problem, SuiteError
+from workbench.suites.store import ProblemRow, SuiteStore
+
+log = logging.getLogger(__name__)
+
+STORE_NAME = "suite.sqlite"
+
+
+def safe_name(problem_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", problem_id).strip("_")
+
+
+def new_run_id(suite: str) -> str:
+    return f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+def resolve_run(run_dir: str | Path, run: str) -> Path:
+    """A run by id under `run_dir`, or a path to a run directory."""
+    for cand in (Path(run), Path(run_dir) / run):
+        if (cand / STORE_NAME).is_file():
+            return cand
+    raise SuiteError(f"no suite run {run!r} (looked for {STORE_NAME} in {run} and {Path(run_dir) / run})")
+
+
+@dataclass
+class SuiteRun:
+    """A finished (or stopped) suite run: its directory, its report, its store's rows."""
+
+    run_id: str
+    path: Path
+    report: dict[str, Any]
+    files: dict[str, Path]
+
+    @property
+    def problems(self) -> list[dict[str, Any]]:
+        return self.report["problems"]
+
+    def table(self) -> str:
+        from workbench.suites.report import summary_table
+
+        return summary_table(self.report)
+
+
+class SuiteRunner:
+    def __init__(self, cfg: SuiteConfig, path: Path, store: SuiteStore, *, progress: bool = True) -> None:
+        self.cfg = cfg
+        self.path = path
+        self.store = store
+        self.progress = progress
+        self._evaluator: Any = None
+        self._lock = threading.Lock()
+        self._servers: "queue.Queue[Any]" = queue.Queue()
+        self._all_servers: list[Any] = []
+        (path / "kernels").mkdir(parents=True, exist_ok=True)
+
+    # -- the evaluator, shared by every problem --------------------------------------------------
+    @property
+    def evaluator(self) -> Any:
+        with self._lock:
+            if self._evaluator is None:
+                from workbench.evaluator import make_evaluator
+
+                self._evaluator = make_evaluator(self.cfg.evaluator, workers=self.cfg.workers, device=self.cfg.device)
+            return self._evaluator
+
+    def call_isolated(self, job: str, kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """A job of `forkserver.JOBS` in a forked child of one of the runner's fork servers."""
+        from workbench.env import stripped_environ
+        from workbench.suites.forkserver import ForkServer
+
+        try:
+            server = self._servers.get_nowait()
+        except queue.Empty:
+            env = stripped_environ()
+            if self.cfg.device == "cpu":
+                env["TRITON_INTERPRET"] = "1"  # before the lowering (in the child) imports triton
+            else:
+                env.pop("TRITON_INTERPRET", None)
+            server = ForkServer(env=env)
+            with self._lock:
+                self._all_servers.append(server)
+        try:
+            return server.call(job, kwargs, timeout_s)
+        finally:
+            self._servers.put(server)
+
+    def close(self) -> None:
+        if self._evaluator is not None:
+            self._evaluator.close()
+        for server in self._all_servers:
+            server.close()
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        rows = self.store.problems()
+        todo = [r for r in rows if not r.finished]
+        log.info("suite %s: %d problems, %d finished already, %d to run", self.path.name, len(rows),
+                 len(rows) - len(todo), len(todo))
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(rows), initial=len(rows) - len(todo), unit="problem", file=sys.stderr,
+                       desc=f"suite {self.cfg.suite}", dynamic_ncols=True, mininterval=0.5)
+        tally = {"passed": 0, "other": 0}
+
+        def one(row: ProblemRow) -> None:
+            record = self._run_problem(row)
+            with self._lock:
+                tally["passed" if record.get("correct") else "other"] += 1
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"correct={tally['passed']} not={tally['other']} last={row.name[:24]}")
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.cfg.workers, thread_name_prefix="suite") as pool:
+                for fut in [pool.submit(one, r) for r in todo]:
+                    fut.result()
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _run_problem(self, row: ProblemRow) -> dict[str, Any]:
+        self.store.mark_running(row.problem_id)
+        t0 = time.time()
+        record: dict[str, Any] = {"problem_id": row.problem_id, "level": row.level, "name": row.name,
+                                  "spec_path": row.spec_path, "verdict": "not_run", "correct": False,
+                                  "fitness": 0.0, "speedup": 0.0, "runtime_us": None, "baseline_us": None,
+                                  "compile_baseline_us": None, "speedup_vs_compile": None, "best_kernel": None,
+                                  "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.seed}}
+        try:
+            status = self._evaluate_problem(row, record)
+        except Exception as exc:  # the suite's own fault on this problem: reported, the run goes on
+            log.exception("problem %s failed inside the suite runner", row.problem_id)
+            status, record["diagnosis"] = "failed", f"suite error: {type(exc).__name__}: {exc}".splitlines()[0]
+        record["wall_s"] = round(time.time() - t0, 3)
+        self.store.finish(row.problem_id, status, record)
+        return record
+
+    def _evaluate_problem(self, row: ProblemRow, record: dict[str, Any]) -> str:
+        cfg = self.cfg
+        prep = self.call_isolated("prepare", {"spec_path": row.spec_path, "max_elems": cfg.max_elems,
+                                              "seed": cfg.seed, "name": row.problem_id}, cfg.prepare_timeout_s)
+        if not prep.get("ok"):
+            record["diagnosis"] = f"prepare: {prep.get('diagnosis', 'unknown failure')}"
+            return "failed"
+        overrides = dict(prep.get("overrides") or {})
+        record["sizes"] = prep.get("sizing")
+        source = prep.get("seed_source")
+        record["seed"].update(ops=prep.get("seed_ops", []), diagnosis=prep.get("seed_diagnosis", ""))
+        if source is None and cfg.seed_dir:
+            found = _seed_file(Path(cfg.seed_dir), row)
+            if found is not None:
+                source = found.read_text(encoding="utf-8")
+                record["seed"].update(mode="file", path=str(found))
+        if source is None and (cfg.budget == 0 or cfg.llm == "none"):
+            why = prep.get("seed_diagnosis") or (f"no seed file for {row.name} in {cfg.seed_dir}" if cfg.seed_dir
+                                                 else "no seed (--seed none without --seed-dir)")
+            record["diagnosis"] = f"no seed: {why}"
+            return "failed"
+        stem = safe_name(row.problem_id)
+        seed_path = None
+        if source is not None:
+            seed_path = self.path / "kernels" / f"{stem}.seed.py"
+            seed_path.write_text(source, encoding="utf-8")
+        if cfg.budget == 0:
+            status = self._evaluate_seed(row, record, source or "", overrides)
+            if record["correct"]:
+                record["best_kernel"] = str(seed_path.relative_to(self.path)) if seed_path else None
+        else:
+            status = self._search(row, record, seed_path, overrides)
+        if record["correct"] and cfg.compile_baseline:
+            self._compile_baseline(row, record, overrides)
+        return status
+
+    def _evaluate_seed(self, row: ProblemRow, record: dict[str, Any], source: str, overrides: dict[str, Any]) -> str:
+        from workbench.evaluator import EvalJob
+
+        job = EvalJob(spec_path=row.spec_path, candidate_source=source, device=self.cfg.device,
+                      trials=self.cfg.trials, timeout_s=self.cfg.timeout_s, overrides=overrides)
+        res = self.evaluator.submit(job).result()
+        _fill_from_result(record, res)
+        record["evaluations"] = 1
+        return "failed" if res.status.value in ("infra_error", "bad_spec") else "done"
+
+    def _search(self, row: ProblemRow, record: dict[str, Any], seed_path: Path | None,
+                overrides: dict[str, Any]) -> str:
+        from workbench.search import SearchError, optimize
+
+        try:
+            run = optimize(row.spec_path, seeds=[str(seed_path)] if seed_path else [], llm=self.cfg.llm,
+                           llm_options=self.cfg.llm_options, budget=self.cfg.budget, workers=self.cfg.workers,
+                           device=self.cfg.device, evaluator=self.evaluator, overrides=overrides,
+                           run_dir=self.path / "search", trials=self.cfg.trials, timeout_s=self.cfg.timeout_s,
+                           progress=False)
+        except SearchError as exc:
+            record["diagnosis"] = f"search: {exc}"
+            return "failed"
+        nodes = [n for n in run.tree if n.evaluated]
+        record["evaluations"] = len(nodes)
+        record["search"] = {"run_id": run.run_id, "stop": run.stop.rule, "nodes": len(nodes),
+                            "seed_fitness": run.seed_fitness}
+        best = run.best
+        pick = best if best is not None and best.passed else (run.seeds[0] if run.seeds else None)
+        if pick is None or pick.result is None:
+            record["diagnosis"] = f"search: no candidate evaluated ({run.stop.rule}: {run.stop.message})"
+            return "failed"
+        _fill_from_result(record, pick.result)
+        if record["correct"] and pick.source:
+            path = self.path / "kernels" / f"{safe_name(row.problem_id)}.py"
+            path.write_text(pick.source, encoding="utf-8")
+            record["best_kernel"] = str(path.relative_to(self.path))
+        return "done"
+
+    def _compile_baseline(self, row: ProblemRow, record: dict[str, Any], overrides: dict[str, Any]) -> None:
+        from workbench.suites.baselines import compile_baseline
+
+        got = compile_baseline(self, row.spec_path, overrides, self.cfg.device, self.cfg.prepare_timeout_s * 5)
+        record["compile"] = got
+        ratio = got.get("compile_over_eager")
+        if ratio and record.get("baseline_us") and record.get("speedup"):
+            # the harness's eager-based speedup, rescaled by compile/eager measured side by side in one
+            # trusted process: both contenders of that ratio saw the same inputs, clock and GPU state
+            record["compile_baseline_us"] = record["baseline_us"] * ratio
+            record["speedup_vs_compile"] = record["speedup"] * ratio
+
+
+def _fill_from_result(record: dict[str, Any], res: Any) -> None:
+    record["verdict"] = res.status.value
+    record["correct"] = bool(res.passed)
+    record["fitness"] = float(res.fitness or 0.0)
+    record["speedup"] = float(res.speedup or 0.0) if res.passed else 0.0
+    record["runtime_us"] = res.runtime_us
+    record["baseline_us"] = res.baseline_runtime_us
+    record["diagnosis"] = "" if res.passed else res.summary()
+    record["violations"] = list(res.violations)
+    record["max_abs_err"] = res.max_abs_err
+    record["timings_s"] = {k: round(float(v), 4) for k, v in (res.timings_s or {}).items()
+                           if isinstance(v, (int, float))}
+
+
+def _seed_file(seed_dir: Path, row: ProblemRow) -> Path | None:
+    for cand in (seed_dir / f"{row.name}.py", seed_dir / f"level{row.level}" / f"{row.name}.py",
+                 seed_dir / f"{safe_name(row.problem_id)}.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def run_suite(cfg: SuiteConfig, problems: list[Problem] | None = None, *, run_dir: str | Path = "runs/suites",
+              resume: str | None = None, progress: bool = True, retry_failed: bool = False,
+              changes: dict[str, Any] | None = None, run_id: str | None = None) -> SuiteRun:
+    """Run (or resume) a suite; writes `<run>/report.json`, `report.md`, `problems.csv` and the plots."""
+    from workbench.provenance import collect
+    from workbench.suites.report import write_report
+
+    if resume is not None:
+        path = resolve_run(run_dir, resume)
+        store = SuiteStore(path / STORE_NAME)
+        stored = SuiteConfig.from_dict(store.meta("config") or {})
+        for name, value in (changes or {}).items():
+            if name not in RESUMABLE:
+                raise SuiteError(f"{name} cannot change on resume (only {', '.join(RESUMABLE)})")
+            setattr(stored, name, value)
+        cfg = stored
+        if retry_failed:
+            store.reset([r.problem_id for r in store.problems() if r.status == "failed"])
+    else:
+        cfg.validate()
+        if not problems:
+            raise SuiteError("the suite has no problems to run")
+        path = Path(run_dir) / (run_id or new_run_id(cfg.suite))
+        path.mkdir(parents=True, exist_ok=True)
+        store = SuiteStore(path / STORE_NAME)
+        store.set_meta("config", cfg.to_dict())
+        store.set_meta("created_at", time.time())
+        store.add_problems([ProblemRow(problem_id=p.problem_id, seq=i, level=p.level, name=p.name,
+                                       spec_path=p.spec_path) for i, p in enumerate(problems)])
+    cfg.validate()
+    runner = SuiteRunner(cfg, path, store, progress=progress)
+    try:
+        runner.run()
+    finally:
+        runner.close()
+    store.set_meta("provenance", collect())
+    report, files = write_report(path, store)
+    store.close()
+    return SuiteRun(run_id=path.name, path=path, report=report, files=files)

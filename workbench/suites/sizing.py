@@ -1,0 +1,155 @@
+"""CPU auto-sizing of a spec: scale its module-level integer constants down until every tensor is small.
+
+Sizes are measured without allocating anything: `get_inputs()`, the model's construction and its
+forward run under torch's `FakeTensorMode`, and a dispatch mode records the largest tensor any op
+produces (inputs, parameters, intermediates, outputs). The largest size-bearing constant is halved
+until every tensor holds at most `max_elems` elements; a halving that breaks the spec (a channel
+count no longer divisible by its groups, a kernel larger than its input) is undone and that constant
+frozen. Pure: the same spec and bound give the same overrides.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_MAX_STEPS = 400  # halvings; 2**40 elements down to 1 takes 40 per constant
+
+
+@dataclass
+class Footprint:
+    """What one configuration of a spec's constants allocates (measured under FakeTensorMode)."""
+
+    max_elems: int                     # largest tensor anywhere: inputs, parameters, intermediates
+    total_elems: int                   # all of them added up (the tie-breaker when halving one dim
+                                       # leaves another tensor the largest)
+    input_shapes: list[list[int]]      # shapes of the tensors get_inputs() returns
+    forward_checked: bool              # the forward ran under fake tensors (else: inputs and parameters only)
+
+
+@dataclass
+class SizingResult:
+    overrides: dict[str, int]
+    footprint: Footprint
+    original: Footprint
+    reached: bool                      # every tensor is within the bound
+    frozen: list[str] = field(default_factory=list)  # constants whose halving broke the spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"overrides": dict(self.overrides), "max_elems_used": self.footprint.max_elems,
+                "input_shapes": self.footprint.input_shapes, "forward_checked": self.footprint.forward_checked,
+                "original_max_elems": self.original.max_elems, "original_input_shapes": self.original.input_shapes,
+                "reached": self.reached, "frozen": list(self.frozen)}
+
+
+def size_constants(module: Any) -> dict[str, int]:
+    """Module-level integer constants that may set a size: ints >= 2 (bools and 0/1 flags excluded)."""
+    return {k: v for k, v in vars(module).items()
+            if not k.startswith("_") and type(v) is int and v >= 2}
+
+
+def _numel(t: Any) -> int:
+    n = 1
+    for s in t.shape:
+        n *= int(s)
+    return n
+
+
+def measure(spec: Any, overrides: dict[str, Any]) -> Footprint:
+    """The footprint of `spec` (a loaded `workbench.spec.Spec`) with `overrides` applied.
+
+    Raises whatever the spec raises for that configuration (the caller treats it as invalid).
+    """
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class _Largest(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.max = 0
+            self.total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
+            out = func(*args, **(kwargs or {}))
+            for leaf in tree_leaves(out):
+                if isinstance(leaf, torch.Tensor):
+                    n = _numel(leaf)
+                    self.max = max(self.max, n)
+                    self.total += n
+            return out
+
+    spec.apply(overrides)
+    mod = spec.module
+    with FakeTensorMode(allow_non_fake_inputs=True), _Largest() as largest:
+        torch.manual_seed(0)
+        inputs = list(mod.get_inputs())
+        init = list(mod.get_init_inputs())
+        model = mod.Model(*init)
+        tensors = [x for x in tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+        tensors += list(model.parameters()) + list(model.buffers())
+        largest.max = max([largest.max, *(_numel(t) for t in tensors)])
+        largest.total += sum(_numel(t) for t in tensors)
+        shapes = [[int(s) for s in x.shape] for x in inputs if isinstance(x, torch.Tensor)]
+        checked = True
+        try:
+            with torch.no_grad():
+                model(*inputs)
+        except Exception as exc:  # data-dependent ops (.item(), nonzero) cannot run on fake tensors
+            log.debug("forward not measurable under fake tensors: %s", exc)
+            checked = False
+    return Footprint(max_elems=largest.max, total_elems=largest.total, input_shapes=shapes, forward_checked=checked)
+
+
+def shrink(spec: Any, max_elems: int) -> SizingResult:
+    """Halve the largest size-bearing constant of a loaded spec until its footprint is within `max_elems`."""
+    base = size_constants(spec.module)
+    original = measure(spec, {})
+    current: dict[str, int] = {}
+    fp = original
+    frozen: list[str] = []
+    inert: set[str] = set()  # constants whose halving changed no size (axes, flags) at the current point
+    for _ in range(_MAX_STEPS):
+        if fp.max_elems <= max_elems:
+            break
+        values = {k: current.get(k, v) for k, v in base.items()}
+        order = sorted((k for k in values if values[k] >= 2 and k not in frozen and k not in inert),
+                       key=lambda k: (-values[k], k))
+        progressed = False
+        for name in order:
+            trial = {**current, name: values[name] // 2}
+            try:
+                new = measure(spec, {**base, **trial})
+                if fp.forward_checked and not new.forward_checked:
+                    raise ValueError("the forward no longer runs at this size")
+            except Exception as exc:
+                log.debug("%s: halving %s to %d breaks the spec: %s", spec.path.name, name, trial[name], exc)
+                frozen.append(name)
+                continue
+            if (new.max_elems, new.total_elems) < (fp.max_elems, fp.total_elems):
+                current, fp, progressed = trial, new, True
+                inert.clear()
+                break
+            inert.add(name)
+        if not progressed:
+            break
+    spec.apply({**base, **current})
+    return SizingResult(overrides=dict(sorted(current.items())), footprint=fp, original=original,
+                        reached=fp.max_elems <= max_elems, frozen=sorted(set(frozen)))
+
+
+def auto_size(spec_path: str | Path, max_elems: int) -> dict[str, int]:
+    """Overrides of `spec_path`'s module constants that bring every tensor under `max_elems` elements.
+
+    An empty dict when the published sizes already fit. Raises `workbench.spec.SpecError` for a spec
+    that does not load. Use `shrink` for the footprints before and after.
+    """
+    from workbench.spec import load_spec
+
+    if max_elems < 1:
+        raise ValueError(f"max_elems must be >= 1, got {max_elems}")
+    return shrink(load_spec(spec_path, module_name="wb_sizing_spec"), max_elems).overrides
