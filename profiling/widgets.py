@@ -11,8 +11,10 @@ Unreadable files do not stop a view: it shows what it could read and lists the p
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import pandas as pd
 from .errors import ProfilingError
 from .summary import summarize
 from .trace import Profile, load
+from .widgets_figures import figure_png, image_widget, new_figure
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +54,44 @@ _KERNEL_TABLE_COLUMNS = [
 ]
 
 
+class _Quiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+@contextlib.contextmanager
+def _quiet_loader() -> Iterator[None]:
+    """While a view loads its files, the loader's warnings stay out of the log: the view lists each one
+    in its own status line, and logging them too printed every problem twice (once as stderr)."""
+    logger = logging.getLogger(load.__module__)
+    quiet = _Quiet()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 def _load_for_view(sources: tuple[Any, ...], clock_mhz: float | None) -> tuple[Profile | None, list[str]]:
     if len(sources) == 1 and isinstance(sources[0], Profile):
         return sources[0], list(sources[0].warnings)
     try:
-        prof = load(*sources, clock_mhz=clock_mhz, on_error="warn")
+        with _quiet_loader():
+            prof = load(*sources, clock_mhz=clock_mhz, on_error="warn")
         return prof, list(prof.warnings)
     except ProfilingError as exc:
         return None, [str(exc)]
+
+
+def _guarded(out: Any, status: Any, fn: Callable[[], None]) -> None:
+    """Run a view's redraw inside its own Output: whatever the callback prints, warns or raises lands in
+    the widget, never in JupyterLab's log console. A failure also shows as one line in the status."""
+    with out:
+        try:
+            fn()
+        except Exception as exc:  # a redraw that fails must say why in the view, and keep the view alive
+            log.exception("redraw failed")
+            status.value = _messages_html([f"redraw failed: {type(exc).__name__}: {exc}"])
 
 
 def _messages_html(messages: list[str]) -> str:
@@ -93,28 +126,34 @@ class TraceInspector:
         self.cta = W.Dropdown(options=[], description="CTA")
         self.header = W.HTML()
         self.table = W.HTML()
-        self.timeline_out = W.Output()
-        self.dist_out = W.Output()
+        # plots are PNG bytes in Image widgets: they render under any backend, and a redraw sets a value
+        # instead of displaying into an Output from a callback (which JupyterLab could route elsewhere)
+        self.timeline_img = image_widget()
+        self.dist_img = image_widget()
+        self.timeline_note = W.HTML()
+        self.out = W.Output()  # anything a callback prints, warns or raises
         self.status = W.HTML(_messages_html(self.messages))
         self._updating = False
         for w in (self.region, self.cta):
             w.observe(self._on_change, names="value")
-        self.kernel.observe(lambda _c: self._kernel_changed(), names="value")
+        self.kernel.observe(lambda _c: _guarded(self.out, self.status, self._kernel_changed), names="value")
         self.widget = W.VBox(
             [
                 self.status,
                 self.header,
                 W.HBox([self.kernel, self.region, self.cta]),
                 self.table,
-                self.timeline_out,
-                self.dist_out,
+                self.timeline_note,
+                self.timeline_img,
+                self.dist_img,
+                self.out,
             ]
         )
-        self._kernel_changed()
+        _guarded(self.out, self.status, self._kernel_changed)
 
     def _on_change(self, _change: Any) -> None:
         if not self._updating:
-            self.refresh()
+            _guarded(self.out, self.status, self.refresh)
 
     def _kernel_changed(self) -> None:
         prof, k = self.profile, self.kernel.value
@@ -141,8 +180,6 @@ class TraceInspector:
         return {"regions": reg, "timeline": tl}
 
     def refresh(self) -> None:
-        from IPython.display import display
-
         from . import plots
 
         prof = self.profile
@@ -150,27 +187,27 @@ class TraceInspector:
             self.header.value = "<b>nothing to show</b>"
             return
         t = self.tables()
+        clock = f"{prof.clock_mhz:,.0f} MHz" if prof.clock_mhz else "not recorded"
         self.header.value = (
             f"<b>{len(prof.sources)} file(s)</b>: "
             + ", ".join(html.escape(s.name) for s in prof.sources)
-            + f" &nbsp; clock: {prof.clock_mhz or '?'} MHz"
+            + f" &nbsp; SM clock: {clock}"
         )
         self.table.value = _table_html(t["regions"], _REGION_TABLE_COLUMNS)
         region = None if self.region.value in (None, "(all)") else self.region.value
-        plt = plots._plt()
-        self.timeline_out.clear_output(wait=True)
-        with self.timeline_out:
-            if self.cta.value is None:
-                display(_note("no per-warp timeline: load the kernel's probe chrome trace as well"))
-            else:
-                ax = plots.warp_timeline(prof, self.cta.value, self.kernel.value, highlight=region)
-                display(ax.figure)
-                plt.close(ax.figure)
-        self.dist_out.clear_output(wait=True)
-        with self.dist_out:
-            ax = plots.region_distribution(prof, region, self.kernel.value)
-            display(ax.figure)
-            plt.close(ax.figure)
+        if self.cta.value is None:
+            self.timeline_note.value = "<i>no per-warp timeline: load the kernel's probe chrome trace as well</i>"
+            self.timeline_img.layout.display = "none"
+        else:
+            n_warps = max(t["timeline"]["warp"].nunique(), 1) if len(t["timeline"]) else 1
+            fig = new_figure(9, 0.5 + 0.45 * n_warps)
+            plots.warp_timeline(prof, self.cta.value, self.kernel.value, ax=fig.add_subplot(), highlight=region)
+            self.timeline_img.value = figure_png(fig)
+            self.timeline_note.value = ""
+            self.timeline_img.layout.display = None
+        fig = new_figure(7, 3)
+        plots.region_distribution(prof, region, self.kernel.value, ax=fig.add_subplot())
+        self.dist_img.value = figure_png(fig)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -188,13 +225,16 @@ class KernelView:
         self.top = top
         self.table = W.HTML()
         self.summary = W.HTML()
-        self.plot_out = W.Output()
-        self.widget = W.VBox([W.HTML(_messages_html(self.messages)), self.summary, self.table, self.plot_out])
-        self.refresh()
+        self.overview_img = image_widget()
+        self.roofline_img = image_widget()
+        self.out = W.Output()
+        self.status = W.HTML(_messages_html(self.messages))
+        self.widget = W.VBox(
+            [self.status, self.summary, self.table, self.overview_img, self.roofline_img, self.out]
+        )
+        _guarded(self.out, self.status, self.refresh)
 
     def refresh(self) -> None:
-        from IPython.display import display
-
         from . import plots
 
         prof = self.profile
@@ -203,24 +243,18 @@ class KernelView:
             return
         self.summary.value = "<pre>" + html.escape(summarize(prof)) + "</pre>"
         self.table.value = _table_html(prof.kernels.head(self.top), _KERNEL_TABLE_COLUMNS)
-        plt = plots._plt()
-        self.plot_out.clear_output(wait=True)
-        with self.plot_out:
-            axes = plots.kernel_overview(prof, top=self.top)
-            display(axes[0].figure)
-            plt.close(axes[0].figure)
-            if prof.kernels["flops"].notna().any():
-                ax = plots.roofline(prof)
-                display(ax.figure)
-                plt.close(ax.figure)
+        fig = new_figure(11, 0.8 + 0.4 * max(min(len(prof.kernels), self.top), 1))
+        plots.kernel_overview(prof, top=self.top, axes=fig.subplots(1, 2))
+        self.overview_img.value = figure_png(fig)
+        if prof.kernels["flops"].notna().any():
+            fig = new_figure(6, 4)
+            plots.roofline(prof, ax=fig.add_subplot())
+            self.roofline_img.value = figure_png(fig)
+            self.roofline_img.layout.display = None
+        else:
+            self.roofline_img.layout.display = "none"
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
-
-
-def _note(text: str) -> Any:
-    from IPython.display import HTML
-
-    return HTML(f"<i>{html.escape(text)}</i>")

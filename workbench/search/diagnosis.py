@@ -37,7 +37,7 @@ def diagnose(result: EvalResult) -> str:
     lines: list[str] = [f"status: {result.status.value}"]
     if result.status == Status.PASSED:
         lines.append(
-            f"correct; speedup {result.speedup:.3f}x over the reference "
+            f"correct; speedup {result.speedup:.3g}x over the reference "  # .3f printed 0.000x for the interpreter
             f"(candidate median {_us(result.runtime_us)} "
             f"[p20 {_us(result.runtime_p20_us)}, p80 {_us(result.runtime_p80_us)}], "
             f"reference median {_us(result.baseline_runtime_us)}) on {result.device}"

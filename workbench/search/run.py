@@ -170,6 +170,7 @@ class Run:
                 ax.axhline(self.seed_fitness, color="grey", ls="--", lw=1, label="best seed")
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_xlabel("evaluation (finish order)")
+        ax.xaxis.get_major_locator().set_params(integer=True)  # a count: no 2.5 ticks
         ax.set_ylabel("fitness (reference / candidate time)")
         ax.set_title(
             f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}",

@@ -28,6 +28,30 @@ def node_label(n: Any) -> str:
     return f"{n.seq:>3} {n.id} {n.operator:<17} {n.status:<17} fitness {n.fitness:.4g}"
 
 
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f} us"
+
+
+def node_header(n: Any) -> str:
+    """The line above the tabs: numbers formatted, absent fields left out (no 'island None')."""
+    parts = [n.operator, f"parents: {', '.join(n.parents) or 'none'}"]
+    if n.island is not None:
+        parts.append(f"island {n.island}")
+    line = (
+        f"<b>node {html.escape(n.id)}</b> ({html.escape(', '.join(parts))}) status <b>{html.escape(n.status)}</b>, "
+        f"fitness <b>{n.fitness:.4g}</b>, runtime {_us(n.runtime_us)}"
+    )
+    if n.prompt_tokens or n.completion_tokens:
+        line += f", tokens {n.prompt_tokens:,} prompt + {n.completion_tokens:,} completion"
+    return line
+
+
+# ipywidgets' Layout has no font trait (Layout(font_family=...) is silently ignored): a class on the
+# list and a style rule make its columns line up
+_MONO_CLASS = "wb-node-list"
+_MONO_STYLE = f"<style>.{_MONO_CLASS} select {{ font-family: monospace; font-size: 12px; }}</style>"
+
+
 def tree_explorer(run: Any) -> Any:
     """A widget: node list on the left, tabs (code, diff, diagnosis, prompt, response) on the right."""
     import ipywidgets as w
@@ -37,33 +61,27 @@ def tree_explorer(run: Any) -> Any:
     options = [
         (("* " if best is not None and n.id == best.id else "  ") + node_label(n), n.id) for n in nodes
     ]
-    picker = w.Select(
-        options=options,
-        rows=min(18, max(6, len(options))),
-        layout=w.Layout(width="46%", font_family="monospace"),
-    )
+    picker = w.Select(options=options, rows=min(18, max(6, len(options))), layout=w.Layout(width="46%"))
+    picker.add_class(_MONO_CLASS)
     header = w.HTML()
     panes = {name: w.HTML() for name in ("code", "diff vs parent", "diagnosis", "prompt", "response")}
     tabs = w.Tab(children=list(panes.values()))
     for i, name in enumerate(panes):
         tabs.set_title(i, name)
+    out = w.Output()  # anything the callback prints or raises stays in the widget
 
     def show(change: Any = None) -> None:
-        n = run.tree[picker.value]
-        parents = ", ".join(n.parents) or "none"
-        header.value = (
-            f"<b>node {n.id}</b> ({n.operator}, parents: {parents}, island {n.island}) "
-            f"status <b>{n.status}</b>, fitness <b>{n.fitness:.4g}</b>, runtime {n.runtime_us} us, "
-            f"tokens {n.prompt_tokens}+{n.completion_tokens}"
-        )
-        panes["code"].value = _pre(n.source, "no candidate: generation failed")
-        panes["diff vs parent"].value = _diff_html(run.diff(n.id))
-        panes["diagnosis"].value = _pre(n.diagnosis)
-        panes["prompt"].value = _pre(n.prompt, "no prompt: the offline tuner needs none")
-        panes["response"].value = _pre(n.response, "no model response")
+        with out:
+            n = run.tree[picker.value]
+            header.value = node_header(n)
+            panes["code"].value = _pre(n.source, "no candidate: generation failed")
+            panes["diff vs parent"].value = _diff_html(run.diff(n.id))
+            panes["diagnosis"].value = _pre(n.diagnosis)
+            panes["prompt"].value = _pre(n.prompt, "no prompt: the offline tuner needs none")
+            panes["response"].value = _pre(n.response, "no model response")
 
     picker.observe(show, names="value")
     if options:
         picker.value = best.id if best is not None else options[0][1]
         show()
-    return w.VBox([w.HBox([picker, w.VBox([header, tabs], layout=w.Layout(width="54%"))])])
+    return w.VBox([w.HTML(_MONO_STYLE), w.HBox([picker, w.VBox([header, tabs], layout=w.Layout(width="54%"))]), out])
