@@ -1,0 +1,163 @@
+"""Capture a spec's `Model.forward` into core ATen without allocating its inputs.
+
+The spec's `get_inputs()` and `Model(*get_init_inputs())` run inside a `FakeTensorMode`: every
+tensor is a shape-and-dtype record, so a 6 GB KernelBench input costs nothing. `torch.export`
+traces the forward with every input dimension marked `Dim.AUTO` (dynamic unless the graph pins
+it), so the generated code reads sizes from the tensors at run time; parameters, buffers and
+lifted constants become graph inputs. `run_decompositions` lowers to core ATen plus a few more
+decompositions (norms, softmax) whose pieces are our primitives.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.export import Dim
+
+log = logging.getLogger(__name__)
+
+aten = torch.ops.aten
+
+# Core-ATen ops that have no primitive of their own here but decompose into ones that do.
+_EXTRA_DECOMPOSITIONS = [
+    aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit, aten.native_batch_norm, aten.native_group_norm, aten.native_layer_norm,
+    aten._softmax, aten._log_softmax, aten.var_mean.correction, aten.elu, aten.leaky_relu,
+    aten.linalg_vector_norm, aten.hardtanh, aten._adaptive_avg_pool2d, aten.native_dropout,
+    aten.addcmul, aten.addcdiv, aten.lerp.Scalar, aten.lerp.Tensor, aten.logit, aten.glu,
+    aten.hardsigmoid, aten.softplus, aten.mish, aten.silu, aten.hardswish, aten.logsumexp,
+    aten.std.correction, aten.nll_loss_forward, aten.huber_loss, aten.smooth_l1_loss,
+    aten.mse_loss, aten.binary_cross_entropy, aten.kl_div, aten.cosine_similarity,
+    aten.pairwise_distance, aten.margin_ranking_loss, aten.soft_margin_loss, aten.triplet_margin_loss,
+    aten.hinge_embedding_loss, aten.celu, aten.selu, aten.rrelu_with_noise, aten.instance_norm,
+    aten.frac, aten.trunc, aten.xlogy.Tensor, aten.sinc, aten.diag_embed, aten.norm.ScalarOpt_dim,
+    aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec,
+]
+
+
+class CaptureError(RuntimeError):
+    """The forward could not be traced: the message is the one-line reason."""
+
+
+@dataclass
+class Captured:
+    """An exported, decomposed forward and how its graph inputs map back to the module."""
+
+    graph: torch.fx.Graph
+    # graph placeholder name -> ("param"|"buffer"|"constant", fqn) or ("input", index into forward args)
+    inputs: dict[str, tuple[str, Any]]
+    out_spec: Any
+    forward_args: list[str]
+    dynamic: bool
+    constants: dict[str, Any] = field(default_factory=dict)
+
+
+def decomposition_table() -> dict:
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    return table
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line[:200]
+
+
+def fake_model_and_inputs(module: Any) -> tuple[torch.nn.Module, tuple, Any]:
+    """Model and inputs as fake tensors (no storage), plus the fake mode they live in."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    with mode:
+        torch.manual_seed(0)
+        init = list(module.get_init_inputs())
+        model = module.Model(*init)
+        inputs = tuple(module.get_inputs())
+    return model, inputs, mode
+
+
+def capture(module: Any) -> Captured:
+    """Export `module.Model` on fake inputs; raise CaptureError with one line on failure."""
+    import inspect
+
+    try:
+        model, inputs, _mode = fake_model_and_inputs(module)
+    except Exception as exc:  # the spec's own code failed under fake tensors
+        raise CaptureError(f"capture failed: building the model or its inputs: {_one_line(exc)}") from None
+    try:
+        params = list(inspect.signature(module.Model.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        params = [f"arg{i}" for i in range(len(inputs))]
+    forward_args = params if len(params) == len(inputs) else [f"arg{i}" for i in range(len(inputs))]
+    last: BaseException | None = None
+    ep = None
+    dynamic = True
+    for dynamic in (True, False):
+        dyn = None
+        if dynamic:
+            dyn = tuple({d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
+                        for x in inputs)
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+                warnings.simplefilter("ignore")
+                ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
+                ep = ep.run_decompositions(decomposition_table())
+            break
+        except Exception as exc:  # export raises many types (UserError, GuardOnDataDependent...)
+            last = exc
+            log.debug("export (dynamic=%s) failed: %s", dynamic, exc)
+            ep = None
+    if ep is None:
+        assert last is not None
+        raise CaptureError(f"capture failed: {_capture_reason(last)}")
+    sig = ep.graph_signature
+    mapping: dict[str, tuple[str, Any]] = {}
+    user_i = 0
+    for spec in sig.input_specs:
+        name = spec.arg.name
+        kind = spec.kind.name
+        if kind == "PARAMETER":
+            mapping[name] = ("param", spec.target)
+        elif kind == "BUFFER":
+            mapping[name] = ("buffer", spec.target)
+        elif kind in ("CONSTANT_TENSOR", "CUSTOM_OBJ"):
+            mapping[name] = ("constant", spec.target)
+        else:
+            mapping[name] = ("input", user_i)
+            user_i += 1
+    # Buffer mutations (BatchNorm's running statistics) are outputs of the functional graph; the
+    # candidate returns only the user outputs (docs/lowering.md, "Limits").
+    user_outputs = [s.arg.name for s in sig.output_specs if s.kind.name == "USER_OUTPUT"]
+    graph = ep.graph_module.graph
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    flat = list(out_node.args[0])
+    keep = [a for a, s in zip(flat, sig.output_specs) if s.kind.name == "USER_OUTPUT"]
+    assert len(keep) == len(user_outputs)
+    out_node.args = (tuple(keep),)
+    graph.eliminate_dead_code()
+    return Captured(graph=graph, inputs=mapping, out_spec=ep.call_spec.out_spec, forward_args=forward_args,
+                    dynamic=dynamic, constants=dict(ep.constants))
+
+
+def _capture_reason(exc: BaseException) -> str:
+    text = str(exc)
+    name = type(exc).__name__
+    if "data-dependent" in text or "GuardOnDataDependent" in name or "DataDependent" in name:
+        return "data-dependent control flow or shape (the forward branches on tensor values)"
+    return _one_line(exc)
+
+
+def spec_module(spec_path: str | Path, overrides: dict | None) -> Any:
+    from workbench.spec import load_spec
+
+    return load_spec(spec_path, overrides or {}, module_name="wb_lowering_spec").module

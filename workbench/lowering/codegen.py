@@ -1,0 +1,256 @@
+"""Turn a partitioned graph into one standalone candidate module.
+
+The forward is a straight-line transcription of the graph: Python arithmetic for symbolic sizes
+(`x.shape[0] * 2`), glue ops (views, permutes, expands, allocations) as tensor methods, and one
+kernel launch per group. Kernels are deduplicated by text, so two identical fused chains share one
+@triton.jit function.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from workbench.lowering import glue, templates
+from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
+from workbench.lowering.partition import Group, outside_users, partition
+from workbench.lowering.pointwise import HELPERS
+from workbench.lowering.primitives import PRIMITIVES
+
+log = logging.getLogger(__name__)
+
+RUNTIME_HELPERS = '''def _bshape(*shapes):
+    """Broadcast shape of several shapes (torch's rules), in plain Python."""
+    r = max((len(s) for s in shapes), default=0)
+    out = [1] * r
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = r - len(s) + i
+            if d != 1:
+                out[j] = d
+    return out
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+'''
+
+MUL_COMBINE = '''@triton.jit
+def _mul_combine(a, b):
+    return a * b
+'''
+
+
+def attr_path(root: str, path: str) -> str:
+    """`self.layers[0].weight` style access without a computed getattr (the static policy refuses those)."""
+    out = root
+    for part in path.split("."):
+        out = f"{out}.{part}" if part.isidentifier() else f'getattr({out}, "{part}")'
+    return out
+
+
+class Emitter:
+    def __init__(self, graph: fx.Graph, inputs: dict[str, tuple[str, Any]], forward_args: list[str],
+                 precision: str) -> None:
+        self.graph = graph
+        self.inputs = inputs
+        self.forward_args = forward_args
+        self.precision = precision
+        self.lines: list[str] = []
+        self.kernels: dict[str, str] = {}      # kernel body text (with placeholder name) -> name
+        self.kernel_src: list[str] = []
+        self.helpers: set[str] = set()
+        self.names: dict[fx.Node, str] = {}
+        self.ops: list[str] = []
+        self.tunables: set[str] = set()
+        self.tuple_vars: dict[fx.Node, list[str]] = {}
+        self.outputs: list[str] = []
+
+    # -- names ---------------------------------------------------------------------------------
+    def name(self, node: fx.Node) -> str:
+        if node not in self.names:
+            base = node.name if node.name.isidentifier() else f"n{len(self.names)}"
+            self.names[node] = f"{base}" if not base.startswith("_") else f"v{base}"
+        return self.names[node]
+
+    def expr(self, a: Any) -> str:
+        """A graph argument as Python source in the forward."""
+        if isinstance(a, fx.Node):
+            return self.name(a)
+        if isinstance(a, (list, tuple)):
+            inner = ", ".join(self.expr(x) for x in a)
+            return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(a) == 1 else ''})"
+        if isinstance(a, torch.dtype):
+            return torch_dtype(a)
+        if isinstance(a, torch.device):
+            return "dev"
+        if isinstance(a, torch.memory_format):
+            return f"torch.{str(a).removeprefix('torch.')}"
+        if isinstance(a, float) and (a != a or a in (float("inf"), float("-inf"))):
+            return f'float("{a}")'
+        return repr(a)
+
+    # -- kernels -------------------------------------------------------------------------------
+    def add_kernel(self, prefix: str, make) -> tuple[str, list[str]]:
+        src, launch, helpers = make("__KNAME__")
+        if src in self.kernels:
+            name = self.kernels[src]
+        else:
+            name = f"{prefix}_{len(self.kernels)}"
+            self.kernels[src] = name
+            self.kernel_src.append(src.replace("__KNAME__", name))
+        self.helpers |= helpers
+        return name, [ln.replace("__KNAME__", name) for ln in launch]
+
+    # -- the forward ---------------------------------------------------------------------------
+    def run(self) -> None:
+        for n in self.graph.nodes:
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
+                name = op_name(n)
+                if name not in self.ops:
+                    self.ops.append(name)
+        group_of = partition(self.graph)
+        used_outside = outside_users(self.graph, group_of)
+        last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}
+        dev_set = False
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                kind, where = self.inputs[node.name]
+                v = self.name(node)
+                if kind == "input":
+                    if v != self.forward_args[where]:
+                        self.lines.append(f"{v} = {self.forward_args[where]}")
+                else:
+                    self.lines.append(f"{v} = {attr_path('self', where)}")
+                if not dev_set and is_tensor_node(node):
+                    self.lines.append(f"dev = {v}.device")
+                    dev_set = True
+                continue
+            if node.op == "output":
+                self.emit_output(node)
+                continue
+            if node in group_of:
+                g = group_of[node]
+                if last_of.get(node) is g:
+                    self.emit_group(g, [m for m in g.members if used_outside.get(m)])
+                continue
+            if not dev_set:
+                self.lines.append("dev = torch.device('cpu')")
+                dev_set = True
+            self.emit_node(node)
+
+    def emit_group(self, g: Group, mat: list[fx.Node]) -> None:
+        for m in g.members:
+            self.name(m)
+        if g.anchor is None:
+            _, launch = self.add_kernel("fused", lambda nm: templates.pointwise_kernel(nm, g, mat, self.names))
+            self.tunables |= {"BLOCK", "NUM_WARPS"}
+        elif packet(g.anchor) in ("mm", "bmm"):
+            _, launch = self.add_kernel("matmul", lambda nm: templates.matmul_kernel(nm, g, mat, self.names,
+                                                                                     self.precision))
+            self.tunables |= {"MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES"}
+        else:
+            if isinstance(val(g.anchor), (tuple, list)):
+                self.tuple_vars[g.anchor] = [self.names[g.anchor] + "_0", self.names[g.anchor] + "_1"]
+            _, launch = self.add_kernel(f"reduce_{packet(g.anchor)}",
+                                        lambda nm: templates.reduction_kernel(nm, g, mat, self.names))
+            self.tunables |= {"RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"}
+        self.lines.append(f"# {', '.join(op_name(m).removeprefix('aten.') for m in g.members)}")
+        self.lines += launch
+
+    def emit_node(self, node: fx.Node) -> None:
+        v = self.name(node)
+        if node.op != "call_function":
+            raise Unsupported(f"unsupported: graph node {node.op} {node.target}")
+        t = node.target
+        if t is operator.getitem:
+            src, i = node.args
+            if src in self.tuple_vars:
+                self.lines.append(f"{v} = {self.tuple_vars[src][i]}")
+            else:
+                self.lines.append(f"{v} = {self.expr(src)}[{i}]")
+            return
+        if t in SYM_BINOPS:
+            a, b = node.args
+            self.lines.append(f"{v} = {self.expr(a)} {SYM_BINOPS[t]} {self.expr(b)}")
+            return
+        if t is operator.neg:
+            self.lines.append(f"{v} = -{self.expr(node.args[0])}")
+            return
+        if isinstance(t, torch._ops.OpOverload) and packet(node) in ("sym_size", "sym_stride", "sym_numel",
+                                                                      "sym_storage_offset"):
+            x = self.expr(node.args[0])
+            p = packet(node)
+            line = {"sym_size": f"{x}.shape[{node.args[1] if len(node.args) > 1 else ''}]",
+                    "sym_stride": f"{x}.stride({node.args[1] if len(node.args) > 1 else ''})",
+                    "sym_numel": f"{x}.numel()", "sym_storage_offset": f"{x}.storage_offset()"}[p]
+            self.lines.append(f"{v} = {line}")
+            return
+        if t in (torch.sym_max, torch.sym_min, torch.sym_float, torch.sym_int, torch.sym_sqrt, torch.sym_not) \
+                if hasattr(torch, "sym_sqrt") else False:
+            fn = {torch.sym_max: "max", torch.sym_min: "min", torch.sym_float: "float", torch.sym_int: "int",
+                  torch.sym_not: "not "}.get(t)
+            if fn is None:
+                raise Unsupported(f"unsupported: {op_name(node)}")
+            self.lines.append(f"{v} = {fn}({', '.join(self.expr(a) for a in node.args)})")
+            return
+        if not isinstance(t, torch._ops.OpOverload):
+            raise Unsupported(f"unsupported: {op_name(node)}")
+        p = packet(node)
+        if p in ("_assert_scalar", "_assert_tensor_metadata", "sym_constrain_range_for_size", "_assert_async"):
+            return
+        if p in glue.GLUE:
+            self.lines += glue.GLUE[p](v, node, self.expr)
+            return
+        prim = PRIMITIVES.get(p)
+        if prim is not None:
+            _, launch = self.add_kernel(prim.prefix, lambda nm: prim.make(nm, node, self.names, self.expr))
+            self.tunables |= set(prim.tunables)
+            self.lines.append(f"# {op_name(node).removeprefix('aten.')}")
+            self.lines += launch
+            return
+        raise Unsupported(f"unsupported: {op_name(node)}")
+
+    def emit_output(self, node: fx.Node) -> None:
+        self.outputs = [self.expr(a) if a is not None else "None" for a in node.args[0]]
+
+
+def render_return(outs: list[str], out_spec: Any) -> str:
+    from torch.utils import _pytree as pytree
+
+    tree = pytree.tree_unflatten([_Lit(o) for o in outs], out_spec)
+    return "return " + _render(tree)
+
+
+class _Lit(str):
+    pass
+
+
+def _render(obj: Any) -> str:
+    if isinstance(obj, _Lit):
+        return str(obj)
+    if isinstance(obj, tuple):
+        inner = ", ".join(_render(o) for o in obj)
+        return f"({inner}{',' if len(obj) == 1 else ''})"
+    if isinstance(obj, list):
+        return "[" + ", ".join(_render(o) for o in obj) + "]"
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{k!r}: {_render(v)}" for k, v in obj.items()) + "}"
+    return repr(obj)
+
+
+def helper_sources(used: set[str]) -> list[str]:
+    out = []
+    for name in sorted(used):
+        if name == "_mul_combine":
+            out.append(MUL_COMBINE)
+        elif name in HELPERS:
+            out.append(HELPERS[name])
+    return out

@@ -1,0 +1,135 @@
+"""Glue ops: views, reshapes, allocations and layout copies, emitted as plain tensor methods.
+
+The harness lets a candidate's forward dispatch exactly these (workbench/harness/opcheck.py,
+GLUE_OPS). Every size comes from the graph's symbolic arguments, which the forward computes from
+the tensors' shapes, so nothing here fixes a shape at lowering time. Allocation dtypes come from the
+node's traced value; the device is the first input's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch.fx as fx
+
+from workbench.lowering.epilogue import torch_dtype
+from workbench.lowering.graph import val
+
+Expr = Callable[[Any], str]
+Rule = Callable[[str, fx.Node, Expr], list[str]]
+
+
+def _arg(node: fx.Node, i: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def _method(method: str, *names: tuple[int, str]) -> Rule:
+    def rule(v: str, node: fx.Node, e: Expr) -> list[str]:
+        extra = [e(_arg(node, i, nm)) for i, nm in names]
+        return [f"{v} = {e(node.args[0])}.{method}({', '.join(extra)})"]
+    return rule
+
+
+def _alias(v: str, node: fx.Node, e: Expr) -> list[str]:
+    return [f"{v} = {e(node.args[0])}"]
+
+
+def _slice(v: str, node: fx.Node, e: Expr) -> list[str]:
+    dim = _arg(node, 1, "dim", 0)
+    start, end, step = _arg(node, 2, "start"), _arg(node, 3, "end"), _arg(node, 4, "step", 1)
+    x = e(node.args[0])
+    r = val(node).dim()
+    d = dim % r if r else 0
+    lead = "".join(":, " for _ in range(d))
+    return [f"{v} = {x}[{lead}{e(start) if start is not None else ''}:{e(end) if end is not None else ''}"
+            f":{e(step)}]"]
+
+
+def _dtype_of(node: fx.Node) -> str:
+    return torch_dtype(val(node).dtype)
+
+
+def _full(v: str, node: fx.Node, e: Expr) -> list[str]:
+    value = node.args[1] if len(node.args) > 1 else node.kwargs.get("fill_value")
+    return [f"{v} = torch.full({e(node.args[0])}, {e(value)}, dtype={_dtype_of(node)}, device=dev)"]
+
+
+def _const(value: str) -> Rule:
+    def rule(v: str, node: fx.Node, e: Expr) -> list[str]:
+        return [f"{v} = torch.full({e(node.args[0])}, {value}, dtype={_dtype_of(node)}, device=dev)"]
+    return rule
+
+
+def _like(value: str | None) -> Rule:
+    def rule(v: str, node: fx.Node, e: Expr) -> list[str]:
+        fill = e(node.args[1]) if value is None else value
+        return [f"{v} = torch.full({e(node.args[0])}.shape, {fill}, dtype={_dtype_of(node)}, device=dev)"]
+    return rule
+
+
+def _empty_strided(v: str, node: fx.Node, e: Expr) -> list[str]:
+    return [f"{v} = torch.empty_strided({e(node.args[0])}, {e(node.args[1])}, dtype={_dtype_of(node)}, device=dev)"]
+
+
+def _scalar_tensor(v: str, node: fx.Node, e: Expr) -> list[str]:
+    return [f"{v} = torch.full([], {e(node.args[0])}, dtype={_dtype_of(node)}, device=dev)"]
+
+
+def _arange(v: str, node: fx.Node, e: Expr) -> list[str]:
+    args = ", ".join(e(a) for a in node.args)
+    return [f"{v} = torch.arange({args}, dtype={_dtype_of(node)}, device=dev)"]
+
+
+def _cat(v: str, node: fx.Node, e: Expr) -> list[str]:
+    return [f"{v} = torch.cat({e(list(node.args[0]))}, {e(_arg(node, 1, 'dim', 0))})"]
+
+
+def _pad(v: str, node: fx.Node, e: Expr) -> list[str]:
+    pad, value = e(node.args[1]), e(_arg(node, 2, "value", 0))
+    return [f"{v} = torch.nn.functional.pad({e(node.args[0])}, {pad}, value={value})"]
+
+
+def _squeeze(v: str, node: fx.Node, e: Expr) -> list[str]:
+    x = e(node.args[0])
+    if len(node.args) < 2:
+        return [f"{v} = {x}.squeeze()"]
+    d = node.args[1]
+    return [f"{v} = {x}.squeeze({e(tuple(d)) if isinstance(d, (list, tuple)) else e(d)})"]
+
+
+GLUE: dict[str, Rule] = {
+    "view": _method("reshape", (1, "size")),
+    "_unsafe_view": _method("reshape", (1, "size")),
+    "reshape": _method("reshape", (1, "shape")),
+    "permute": _method("permute", (1, "dims")),
+    "expand": _method("expand", (1, "size")),
+    "unsqueeze": _method("unsqueeze", (1, "dim")),
+    "squeeze": _squeeze,
+    "t": _method("t"),
+    "transpose": _method("transpose", (1, "dim0"), (2, "dim1")),
+    "select": _method("select", (1, "dim"), (2, "index")),
+    "slice": _slice,
+    "alias": _alias,
+    "detach": _alias,
+    "lift_fresh": _alias,
+    "as_strided": _method("as_strided", (1, "size"), (2, "stride")),
+    "split_with_sizes": _method("split_with_sizes", (1, "split_sizes"), (2, "dim")),
+    "split": _method("split", (1, "split_size"), (2, "dim")),
+    "unbind": _method("unbind", (1, "dim")),
+    "unfold": _method("unfold", (1, "dimension"), (2, "size"), (3, "step")),
+    "full": _full,
+    "zeros": _const("0"),
+    "ones": _const("1"),
+    "empty": _const("0"),
+    "full_like": _like(None),
+    "zeros_like": _like("0"),
+    "ones_like": _like("1"),
+    "empty_like": _like("0"),
+    "fill": _like(None),
+    "empty_strided": _empty_strided,
+    "scalar_tensor": _scalar_tensor,
+    "arange": _arange,
+    "cat": _cat,
+    "constant_pad_nd": _pad,
+}

@@ -1,0 +1,110 @@
+"""`lower_spec`: capture, partition, emit; one standalone candidate module or a one-line diagnosis."""
+from __future__ import annotations
+
+import inspect
+import logging
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.lowering import templates
+from workbench.lowering.capture import CaptureError, capture, spec_module
+from workbench.lowering.codegen import RUNTIME_HELPERS, Emitter, helper_sources, render_return
+from workbench.lowering.epilogue import Unsupported
+from workbench.lowering.graph import rewrite_addmm
+from workbench.lowering.init_source import InitError, build_init
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoweringResult:
+    source: str | None
+    diagnosis: str = ""
+    ops: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.source is not None
+
+
+def lower_spec(spec_path: str | Path, overrides: dict | None = None) -> LoweringResult:
+    """Lower a KernelBench-format spec to a Triton candidate; never raises on a bad spec."""
+    from workbench.spec import SpecError
+
+    try:
+        module = spec_module(spec_path, overrides)
+    except SpecError as exc:
+        return LoweringResult(None, f"bad spec: {str(exc).splitlines()[0]}")
+    source_text = Path(spec_path).read_text()
+    try:
+        cap = capture(module)
+    except CaptureError as exc:
+        return LoweringResult(None, str(exc))
+    rewrite_addmm(cap.graph)
+    precision = "tf32" if getattr(module, "ALLOW_TF32", False) else "ieee"
+    em = Emitter(cap.graph, cap.inputs, cap.forward_args, precision)
+    try:
+        em.run()
+    except Unsupported as exc:
+        return LoweringResult(None, str(exc).splitlines()[0], em.ops)
+    try:
+        init = build_init(source_text)
+    except (InitError, SyntaxError) as exc:
+        return LoweringResult(None, str(exc).splitlines()[0], em.ops)
+    src = assemble(em, init, cap, Path(spec_path).name, _forward_signature(module, cap.forward_args))
+    try:
+        compile(src, "candidate.py", "exec")
+    except SyntaxError as exc:  # a codegen bug: say so in one line rather than hand out broken code
+        return LoweringResult(None, f"codegen error: line {exc.lineno}: {exc.msg}", em.ops)
+    return LoweringResult(src, "", em.ops)
+
+
+def _forward_signature(module: object, args: list[str]) -> str:
+    try:
+        sig = inspect.signature(module.Model.forward)  # type: ignore[attr-defined]
+        params = list(sig.parameters.values())[1:]
+        if all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) and \
+                [p.name for p in params][:len(args)] == args:
+            return ", ".join(["self"] + [str(p.replace(annotation=inspect.Parameter.empty)) for p in params])
+    except (TypeError, ValueError):
+        pass
+    return ", ".join(["self", *args])
+
+
+def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
+    tunables = {k: templates.TUNABLE_DEFAULTS[k] for k in templates.TUNABLE_DEFAULTS if k in em.tunables}
+    out: list[str] = [
+        f'"""Triton candidate lowered from {spec_name} by workbench.lowering (no LLM).',
+        "",
+        "The forward is the spec's forward captured to core ATen: glue (views, allocations) stays as",
+        "tensor methods, every computing op runs in one of the kernels below. Sizes are read from the",
+        "inputs at run time. TUNABLES are the block sizes the offline tuner may change.",
+        f'ATen ops captured: {", ".join(em.ops)}',
+        '"""',
+        "import math  # noqa: F401 - the spec's __init__ may use it",
+        "",
+        "import torch",
+        "import torch.nn as nn",
+        "import triton",
+        "import triton.language as tl",
+        "",
+        "TUNABLES = {" + ", ".join(f'"{k}": {v[0]!r}' for k, v in tunables.items()) + "}",
+    ]
+    out += [f"{k} = {v[1]!r}" for k, v in tunables.items()]
+    out += ["", ""]
+    for h in helper_sources(em.helpers):
+        out += [h.rstrip(), "", ""]
+    for k in em.kernel_src:
+        out += [k.rstrip(), "", ""]
+    out += [RUNTIME_HELPERS.rstrip(), "", ""]
+    for p in init.preamble:
+        out += [p, "", ""]
+    out.append("class ModelNew(nn.Module):")
+    for m in init.methods:
+        text = m.replace("def __init__(", "def __init__(", 1)
+        out += [textwrap.indent(text, "    "), ""]
+    body = em.lines + [render_return(em.outputs, cap.out_spec)]
+    out.append(f"    def forward({fwd_sig}):")
+    out += ["        " + ln for ln in body]
+    return "\n".join(out).rstrip() + "\n"

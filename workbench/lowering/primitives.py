@@ -1,0 +1,20 @@
+"""Registry of the standalone primitives (ops that are one kernel each, without fusion)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Primitive:
+    prefix: str
+    tunables: tuple[str, ...]
+    # make(kernel name, node, names, expr) -> (kernel source, launch lines, helper names)
+    make: Callable[..., Any]
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register(op: str, prim: Primitive) -> None:
+    PRIMITIVES[op] = prim
