@@ -10,6 +10,7 @@ import sys
 # with a warning when the module is absent, so one part's breakage does not take the CLI down.
 _SUBSYSTEMS = ("workbench.harness.cli", "workbench.search.cli", "retrieval.cli", "profiling.cli",
                "workbench.suites.cli")
+_SUBSYSTEMS += ("workbench.lowering.cli",)  # `workbench lower` (issue 16)
 
 
 def build_parser() -> argparse.ArgumentParser:

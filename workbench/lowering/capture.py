@@ -86,6 +86,21 @@ def fake_model_and_inputs(module: Any) -> tuple[torch.nn.Module, tuple, Any]:
     return model, inputs, mode
 
 
+@contextlib.contextmanager
+def _quiet_torch_logs() -> Any:
+    """torch.export logs guard and symbol notes at WARNING; the diagnosis line says what matters."""
+    names = ("torch.fx.experimental.symbolic_shapes", "torch._export", "torch.export", "torch._dynamo",
+             "torch._subclasses.fake_tensor")
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for lg, _ in saved:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, lvl in saved:
+            lg.setLevel(lvl)
+
+
 def capture(module: Any) -> Captured:
     """Export `module.Model` on fake inputs; raise CaptureError with one line on failure."""
     import inspect
@@ -108,7 +123,7 @@ def capture(module: Any) -> Captured:
             dyn = tuple({d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
                         for x in inputs)
         try:
-            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), _quiet_torch_logs():
                 warnings.simplefilter("ignore")
                 ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
                 ep = ep.run_decompositions(decomposition_table())

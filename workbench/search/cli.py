@@ -23,7 +23,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="append",
         default=[],
         metavar="CANDIDATE",
-        help="a candidate kernel to start from (repeatable)",
+        help="a candidate kernel to start from (repeatable); 'lower' lowers the spec to one (workbench lower)",
     )
     p.add_argument("--policy", default="greedy", help="selection policy: greedy | mcts | evolve")
     p.add_argument(
@@ -83,6 +83,15 @@ def _main(args: argparse.Namespace) -> int:
                 spec = info.spec_path
         else:
             spec = args.spec
+        if "lower" in args.seed and not args.resume:
+            # `--seed lower`: the lowered candidate (workbench.lowering), written into the run directory
+            from workbench.lowering.cli import lower_seed
+
+            try:
+                path = lower_seed(spec, args.run_dir, parse_set(args.set))
+            except ValueError as exc:
+                raise SearchError(str(exc)) from None
+            args.seed = [path if s == "lower" else s for s in args.seed]
         from workbench.search import optimize
 
         run = optimize(

@@ -1,0 +1,41 @@
+"""`workbench lower` and the one-line diagnoses of specs that cannot be lowered."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.lowering import lower_spec
+
+SPECS = Path(__file__).parent / "specs"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("bad_svd", "unsupported: aten._linalg_svd.default"),
+    ("bad_branch", "capture failed: data-dependent"),
+    ("bad_nonzero", "unsupported: aten.index.Tensor"),
+])
+def test_diagnosis_is_one_line(name: str, expected: str) -> None:
+    res = lower_spec(SPECS / f"{name}.py")
+    assert res.source is None
+    assert res.diagnosis.startswith(expected), res.diagnosis
+    assert "\n" not in res.diagnosis
+
+
+def test_bad_spec_file(tmp_path: Path) -> None:
+    p = tmp_path / "broken.py"
+    p.write_text("def oops(:\n")
+    res = lower_spec(p)
+    assert res.source is None and res.diagnosis.startswith("bad spec:")
+
+
+def test_cli_writes_candidate_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cand.py"
+    assert main(["lower", str(SPECS / "mlp_softmax.py"), "--out", str(out), "--set", "batch=5"]) == 0
+    text = out.read_text()
+    assert "class ModelNew(nn.Module):" in text and "TUNABLES = {" in text
+    assert main(["lower", str(SPECS / "bad_svd.py")]) == 1
+    assert "unsupported: aten._linalg_svd.default" in capsys.readouterr().err
+    assert main(["lower", str(tmp_path / "missing.py")]) == 2
+    assert main(["lower", str(SPECS / "mlp_softmax.py"), "--set", "nope=3"]) == 2
