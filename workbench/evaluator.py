@@ -7,59 +7,18 @@ every backend ends in `workbench.harness.Harness.evaluate`.
 """
 from __future__ import annotations
 
-import abc
 import logging
 import queue
 import threading
-import uuid
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.jobs import EvalJob, Evaluator
 from workbench.result import EvalResult, Status
 
+__all__ = ["EvalJob", "Evaluator", "LocalPoolEvaluator", "make_evaluator"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EvalJob:
-    """One candidate to evaluate against one spec."""
-
-    spec_path: str
-    candidate_source: str
-    device: str = "auto"            # auto | cpu | cuda
-    trials: int = 3
-    timeout_s: float = 300.0
-    overrides: dict[str, Any] = field(default_factory=dict)   # module constants of the spec (--set)
-    shapes: list[str] | None = None  # named shapes to check (None: all the spec declares)
-    platform: str | None = None      # target platform label, e.g. "cuda:sm_90" or "cpu" (routing)
-    job_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-
-
-class Evaluator(abc.ABC):
-    """Asynchronous evaluation of candidates: `submit` returns at once with a Future."""
-
-    @abc.abstractmethod
-    def submit(self, job: EvalJob) -> "Future[EvalResult]":
-        ...
-
-    @property
-    @abc.abstractmethod
-    def capacity(self) -> int:
-        """How many evaluations this evaluator runs at once."""
-
-    def in_flight(self) -> dict[str, int]:
-        """Evaluations running now, per worker or platform label (for progress bars)."""
-        return {}
-
-    def close(self) -> None:  # noqa: B027 - an optional hook: backends without resources need no close
-        pass
-
-    def __enter__(self) -> "Evaluator":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class LocalPoolEvaluator(Evaluator):

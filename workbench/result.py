@@ -48,6 +48,7 @@ class EvalResult:
     stdout_tail: str = ""
     timings_s: dict[str, float] = field(default_factory=dict)  # compile, correctness, timing, overhead, wall
     details: dict[str, Any] = field(default_factory=dict)
+    isolation: dict[str, Any] = field(default_factory=dict)  # what the trusted side saw of the sandbox
 
     @property
     def passed(self) -> bool:

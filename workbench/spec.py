@@ -1,7 +1,7 @@
 """Load a kernel spec (KernelBench format) and its optional metadata.
 
 A spec is a Python file with `Model(nn.Module)`, `get_inputs()`, `get_init_inputs()`. Optional
-module-level metadata: `SHAPES`, `TOLERANCES`, `ALLOWED_TORCH_OPS`, `EXACT`, `ALLOW_TF32`
+module-level metadata: `SHAPES`, `TOLERANCES`, `ALLOWED_TORCH_OPS`, `ALLOWED_IMPORTS`, `EXACT`, `ALLOW_TF32`
 (docs/CONTRACTS.md). A plain KernelBench file loads unchanged.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Spec:
     shapes: dict[str, dict[str, Any]] = field(default_factory=dict)
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     allowed_ops: list[str] = field(default_factory=list)
+    allowed_imports: list[str] = field(default_factory=list)  # trusted packages a candidate may import
     exact: bool = False
     allow_tf32: bool = False
     source: str = ""
@@ -113,6 +114,7 @@ def load_spec(path: str | Path, overrides: dict[str, Any] | None = None, module_
     spec = Spec(path=p.resolve(), module=module, shapes=dict(shapes),
                 tolerances=dict(getattr(module, "TOLERANCES", {}) or {}),
                 allowed_ops=list(getattr(module, "ALLOWED_TORCH_OPS", []) or []),
+                allowed_imports=list(getattr(module, "ALLOWED_IMPORTS", []) or []),
                 exact=bool(getattr(module, "EXACT", False)), allow_tf32=bool(getattr(module, "ALLOW_TF32", False)),
                 source=source)
     for name, shape in spec.shapes.items():
@@ -123,7 +125,7 @@ def load_spec(path: str | Path, overrides: dict[str, Any] | None = None, module_
     return spec
 
 
-def _positional(fn: Any) -> tuple[int, bool]:
+def positional_signature(fn: Any) -> tuple[int, bool]:
     """(number of positional parameters after self, takes *args)."""
     params = list(inspect.signature(fn).parameters.values())[1:]
     var = any(p.kind == p.VAR_POSITIONAL for p in params)
@@ -135,7 +137,7 @@ def check_candidate_signature(model: Any, model_new: Any, forward: Any = None) -
     """None when ModelNew's constructor and forward take as many positional arguments as Model's."""
     for meth in ("__init__", "forward"):
         ref_fn = forward if (meth == "forward" and forward is not None) else getattr(model, meth)
-        (na, va), (nb, vb) = _positional(ref_fn), _positional(getattr(model_new, meth))
+        (na, va), (nb, vb) = positional_signature(ref_fn), positional_signature(getattr(model_new, meth))
         if vb or (na == nb) or (va and nb >= na):
             continue
         names = lambda f: [p for p in list(inspect.signature(f).parameters)[1:]]  # noqa: E731

@@ -13,6 +13,9 @@ import torch
 
 from case_studies.event_truncate.reference import BatchEventTruncate
 
+# The case-study kernel imports its own package's helpers (the harness's static policy allows these).
+ALLOWED_IMPORTS = ["case_studies"]
+
 NUM_FEATURES = 5
 BATCH = 13
 MAX_EVENTS = 20

@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
+from case_studies.common.contenders import torch_dtype
 from case_studies.common.launch import LaunchCache, aligned16
 from case_studies.common.timing import graph_autotune_bench
 
@@ -377,7 +378,7 @@ class ModelNew(nn.Module):
 
     def __init__(self, n: int, k: int, dtype: str = "float16"):
         super().__init__()
-        self.proj = nn.Parameter(torch.randn(n, k, dtype=getattr(torch, dtype)) / n ** 0.5)
+        self.proj = nn.Parameter(torch.randn(n, k, dtype=torch_dtype(dtype)) / n ** 0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return optimized_fm(x, self.proj)

@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 from torch import nn
 
+from case_studies.common.contenders import torch_dtype
 from case_studies.common.launch import LaunchCache, aligned16
 from case_studies.common.timing import graph_autotune_bench
 from case_studies.pffn.gelu import gelu
@@ -504,7 +505,7 @@ class ModelNew(nn.Module):
 
     def __init__(self, n: int, d: int, k: int, dtype: str = "float16"):
         super().__init__()
-        dt = getattr(torch, dtype)
+        dt = torch_dtype(dtype)
         self.w1 = nn.Parameter(torch.randn(n, d, k, dtype=dt) / d ** 0.5)
         self.w2 = nn.Parameter(torch.randn(n, k, d, dtype=dt) / k ** 0.5)
         self.g1 = nn.Parameter(1.0 + 0.1 * torch.randn(k, dtype=dt))

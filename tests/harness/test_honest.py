@@ -72,3 +72,15 @@ def test_stdlib_helpers_that_read_frames_are_allowed(harness: Harness) -> None:
     res = harness.evaluate(ROOT / "examples" / "vector_add" / "spec.py",
                            Path(__file__).parent / "specs" / "stdlib_candidate.py", trials=2)
     assert res.passed, (res.error, res.violations)
+
+
+CASE_STUDIES = ["conv1d", "event_truncate", "mapid", "mbdt", "optimized_fm", "pffn"]
+
+
+@pytest.mark.parametrize("case", CASE_STUDIES)
+def test_case_study_kernel_passes(harness: Harness, case: str) -> None:
+    """The hand-written case-study kernels pass the static policy and the sandbox (no false positive)."""
+    d = ROOT / "case_studies" / case
+    res = harness.evaluate(d / "spec.py", d / "kernel.py", trials=1, timeout_s=600)
+    assert res.status == Status.PASSED, (res.error[:800], res.violations)
+    assert res.triton_launches > 0 and res.isolation.get("enforced") is not False

@@ -25,7 +25,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from workbench.evaluator import EvalJob
+from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 
 log = logging.getLogger(__name__)

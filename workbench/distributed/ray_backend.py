@@ -35,7 +35,7 @@ from workbench.distributed.preflight import (
     resolve_address,
 )
 from workbench.distributed.worker import HarnessWorker
-from workbench.evaluator import EvalJob, Evaluator
+from workbench.jobs import EvalJob, Evaluator
 from workbench.result import EvalResult
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Any
 
-from workbench.evaluator import EvalJob
+from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 
 log = logging.getLogger(__name__)

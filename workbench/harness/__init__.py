@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.env import cuda_visible, stripped_environ
-from workbench.evaluator import EvalJob
+from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class Harness:
     def evaluate_job(self, job: EvalJob) -> EvalResult:
         payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
                    "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
-                   "shapes": job.shapes}
+                   "shapes": job.shapes, "policy": job.policy}
         t0 = time.perf_counter()
         startup = 0.0
         with self._lock:
@@ -135,10 +135,11 @@ class Harness:
         return self._to_result(raw, time.perf_counter() - t0 - startup)
 
     def evaluate(self, spec: str | Path, candidate: str | Path, *, trials: int = 3, timeout_s: float = 300.0,
-                 overrides: dict[str, Any] | None = None, shapes: list[str] | None = None) -> EvalResult:
+                 overrides: dict[str, Any] | None = None, shapes: list[str] | None = None,
+                 policy: bool = True) -> EvalResult:
         return self.evaluate_job(EvalJob(spec_path=str(spec), candidate_source=_source_of(candidate),
                                          trials=trials, timeout_s=timeout_s, overrides=overrides or {},
-                                         shapes=shapes, device=self.device))
+                                         shapes=shapes, device=self.device, policy=policy))
 
     def _to_result(self, raw: dict[str, Any], wall: float) -> EvalResult:
         status = Status(raw.get("status", "infra_error"))
@@ -151,6 +152,7 @@ class Harness:
                          triton_launches=int(raw.get("launches", 0)), aten_ops=list(raw.get("aten_ops", [])),
                          stdout_tail=raw.get("stdout_tail", "")[-2000:], timings_s=t,
                          max_abs_err=raw.get("max_abs_err"), max_rel_err=raw.get("max_rel_err"))
+        res.isolation = raw.get("isolation") or {}
         plan = raw.get("plan") or {}
         res.shapes = list(plan.get("shapes", []))
         res.details["timed_shape"] = plan.get("timed")
@@ -159,6 +161,7 @@ class Harness:
         if cand:
             res.runtime_us, res.runtime_p20_us, res.runtime_p80_us = cand["median_us"], cand["p20_us"], cand["p80_us"]
             res.details["reps"] = cand.get("reps")
+            res.details["rounds"] = cand.get("rounds")
         if base:
             res.baseline_runtime_us, res.baseline_p20_us, res.baseline_p80_us = (
                 base["median_us"], base["p20_us"], base["p80_us"])

@@ -1,21 +1,26 @@
-"""Code that runs in the forked children: the candidate process and the reference process.
+"""Code that runs in the forked children: the candidate process (hostile) and the reference process (trusted).
 
-The candidate process never holds a reference output: it runs the candidate on seeded inputs,
-saves its outputs in its sandbox and reports. The reference process starts only after the
-candidate process is gone; it rebuilds the same inputs, runs `Model`, and judges.
+The reference process loads the spec, builds every input from seeds the candidate never learns, writes
+them into the job's stage directory, times the baseline under the server's clock, and at the end judges
+the outputs the candidate left in its sandbox, after the candidate is dead.
+
+The candidate process never loads the spec: it confines itself (namespaces, read-only file system, its
+own uid: `sandbox.py`) before anything of the candidate exists, reads its inputs from the stage, writes
+its outputs into its sandbox, and answers the server's timing rounds. What it reports about itself is
+information (launch counts, ops, its own violations: the second line of the rules); the verdict and the
+times come from the trusted side.
 """
 from __future__ import annotations
 
 import builtins
 import importlib.util
-import json
 import os
 import resource
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -23,13 +28,14 @@ from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
 from workbench.harness import opcheck
 from workbench.harness import plan as _plan
-from workbench.harness import timing as _timing
+from workbench.harness import rounds as _rounds
+from workbench.harness import sandbox as _sandbox
+from workbench.harness.channel import Channel
 from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.guards import Guard
 from workbench.harness.input_cache import InputCache
 from workbench.harness.opcheck import OpRecorder
-from workbench.harness.plan import N_TIMING_SETS
-from workbench.spec import SpecError, load_spec
+from workbench.spec import SpecError, load_spec, positional_signature
 
 _TB_LINES = 25
 
@@ -59,7 +65,7 @@ def isolate(sandbox: Path, device: str, mem_limit_gb: float) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
-        f = os.open(sandbox / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        f = os.open(sandbox / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(f, fd)
         os.close(f)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
@@ -80,8 +86,7 @@ def isolate(sandbox: Path, device: str, mem_limit_gb: float) -> None:
     if device == "cpu" and mem_limit_gb > 0:
         # An address-space cap works on the CPU platform; CUDA reserves huge virtual ranges, so
         # on the GPU the server watches resident memory instead.
-        cur = _vm_size()
-        limit = cur + int(mem_limit_gb * 2**30)
+        limit = _vm_size() + int(mem_limit_gb * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
@@ -93,15 +98,13 @@ def _vm_size() -> int:
     return 0
 
 
-def _send(fd: int, msg: dict[str, Any]) -> None:
-    data = (json.dumps(msg) + "\n").encode()
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
 
 
-def _save_outputs(outs: list[Any], path: Path) -> None:
-    torch.save([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outs], path)
+def _load(path: Path, device: str) -> list[Any]:
+    return list(_plan.to_device(torch.load(path, weights_only=True), device))
 
 
 def _inputs_snapshot(inputs: list[Any]) -> list[Any]:
@@ -117,37 +120,62 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
-def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
-    """Entry point of the candidate process (forked from the server)."""
-    msg: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "outputs": [], "timings_s": {}}
+def _exact_outputs(out: Any, guard: Guard) -> list[Any]:
+    """Outputs as plain, materialized CPU tensors; anything else is an `output_type` violation."""
+    outs = flatten_outputs(out)
+    clean: list[Any] = []
+    for o in outs:
+        if isinstance(o, torch.Tensor):
+            if type(o) is not torch.Tensor:
+                tag = f"output_type:{type(o).__name__}"
+                if tag not in guard.violations:
+                    guard.violations.append(tag)
+                o = o.as_subclass(torch.Tensor)
+            if o.device.type == "meta" or o.is_sparse:
+                tag = f"output_type:{o.layout}/{o.device.type}"
+                if tag not in guard.violations:
+                    guard.violations.append(tag)
+            clean.append(o.detach().cpu().clone())
+        else:
+            clean.append(o)
+    return clean
+
+
+def _check_signature(sig: dict[str, Any], model_new: type) -> str | None:
+    for meth in ("__init__", "forward"):
+        na, va = sig[meth]
+        nb, vb = positional_signature(getattr(model_new, meth))
+        if vb or na == nb or (va and nb >= na):
+            continue
+        return f"ModelNew.{meth} takes {nb} positional arguments, Model.{meth} takes {na}"
+    return None
+
+
+def _flag(guard: Guard, tag: str) -> None:
+    if tag not in guard.violations:
+        guard.violations.append(tag)
+
+
+def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None) -> None:
+    """Entry point of the candidate process: confine, import, run trials, serve the timing rounds."""
+    msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "", "timings_s": {}}
     t_start = time.perf_counter()
     device = job["device"]
-    icache = InputCache(writable=False)  # before isolate(): its TMPDIR is the sandbox
-    try:
-        isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
-        spec = load_spec(job["spec_path"], job.get("overrides") or {})
-        plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
-        base = spec.constants()
-        icache.prime(spec)  # reads the spec's folder now: the guard keeps the spec private later
-        msg["plan"] = {"shapes": [n for n, _ in plan.shapes], "timed": plan.timed_shape}
-        msg["timings_s"]["setup"] = time.perf_counter() - t_start
-    except SpecError as exc:
-        _send(result_fd, {"status": "bad_spec", "error": str(exc), "violations": []})
-        return
+    sandbox, stage = Path(job["sandbox"]), Path(job["stage"])
+    if iso is not None:
+        _sandbox.confine_filesystem(iso, sandbox, stage, job["uid"])
+        if "mount" in iso.namespaces:
+            sandbox, stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
+    isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
+    if iso is not None:
+        _sandbox.set_limits()
+        _sandbox.drop_privileges(iso, job["uid"])
+    chan.send({"isolated": iso.to_dict() if iso is not None else None})
     cand_path = sandbox / "candidate.py"
     guard = Guard(sandbox, cand_path, private_paths=[Path(job["spec_path"])])
     opcheck.install_triton_wrappers()
     _guards.wrap_thread_start(guard)
     _guards.wrap_side_streams(guard, torch)
-    # Calling the spec's Model from the candidate is a named violation, not merely slow.
-    ref_forward = spec.module.Model.forward
-
-    def tripwire(self: Any, *a: Any, **k: Any) -> Any:
-        if "calls_reference_model" not in guard.violations:
-            guard.violations.append("calls_reference_model")
-        return ref_forward(self, *a, **k)
-
-    spec.module.Model.forward = tripwire
     import triton
     import triton.runtime.autotuner
     import triton.runtime.jit
@@ -158,15 +186,14 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                        ("triton", triton), ("triton.testing", triton.testing), ("os", os), ("builtins", builtins),
                        ("JITFunction", triton.runtime.jit.JITFunction),
                        ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
-                       ("harness.timing", _timing), ("harness.compare", _compare), ("harness.plan", _plan),
+                       ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
                        ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
-                       ("InputCache", InputCache),
-                       ("spec.Model", spec.module.Model)]:
+                       ("Channel", Channel)]:
         guard.watch(label, obj)
     if "triton.runtime.interpreter" in sys.modules:
         guard.watch("InterpretedFunction", sys.modules["triton.runtime.interpreter"].InterpretedFunction)
     guard.snapshot()
-    stage = "import"
+    stage_name = "import"
 
     def finish(status: str, error: str = "") -> None:
         guard.active = False
@@ -179,7 +206,7 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         if error:
             msg["error"] = error
         msg["timings_s"]["candidate_total"] = time.perf_counter() - t_start
-        _send(result_fd, msg)
+        chan.send(msg)
 
     try:
         guard.install()
@@ -191,28 +218,31 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
         model_new = getattr(module, "ModelNew", None)
         if not isinstance(model_new, type):
             return finish("compile_error", "candidate defines no `ModelNew` class")
-        from workbench.spec import check_candidate_signature
-
-        bad_sig = check_candidate_signature(spec.module.Model, model_new, ref_forward)
+        bad_sig = _check_signature(job["sig"], model_new)
         if bad_sig:
             return finish("compile_error", f"signature mismatch: {bad_sig}")
         msg["timings_s"]["import"] = time.perf_counter() - t0
-        allowed = frozenset(spec.allowed_ops)
+        allowed = frozenset(job.get("allowed_ops", []))
         all_ops: set[str] = set()
         first_call = True
-        for si, (shape_name, shape_over) in enumerate(plan.shapes):
-            stage = f"shape {shape_name}: build"
-            _plan.apply_shape(spec, base, shape_over)
-            init_inputs = _plan.build_init_inputs(spec, plan.model_seed(si), device)
-            torch.manual_seed(plan.model_seed(si))
+
+        def check_ops(rec: OpRecorder) -> None:
+            all_ops.update(rec.ops)
+            for op in rec.forbidden(allowed):
+                _flag(guard, f"forbidden_torch_op:{op}")
+
+        for si, shape in enumerate(job["shapes"]):
+            name = shape["name"]
+            stage_name = f"shape {name}: build"
+            init_inputs = _load(stage / shape["init"], device)
+            torch.manual_seed(shape["model_seed"])
             model = model_new(*init_inputs).to(device)
             buffers: list[Any] | None = None
-            for t in range(plan.trials):
-                stage = f"shape {shape_name}: trial {t}"
-                t_in = time.perf_counter()
-                fresh = _plan.build_inputs(spec, plan.trial_seed(si, t), device, icache)
-                msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
-                if t == plan.trials - 1 and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
+            for t, fname in enumerate(shape["trials"]):
+                stage_name = f"shape {name}: trial {t}"
+                fresh = _load(stage / fname, device)
+                last = t == len(shape["trials"]) - 1
+                if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
                     # Same buffers, new content: a candidate memoizing on pointers returns stale results.
                     _plan.copy_into(buffers, fresh)
                     inputs = buffers
@@ -223,151 +253,193 @@ def run_candidate(job: dict[str, Any], sandbox: Path, result_fd: int) -> None:
                 t1 = time.perf_counter()
                 with torch.no_grad(), rec:
                     out = model(*inputs)
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                dt = time.perf_counter() - t1
+                _sync(device)
                 key = "compile_and_first_call" if first_call else "correctness"
-                msg["timings_s"][key] = msg["timings_s"].get(key, 0.0) + dt
+                msg["timings_s"][key] = msg["timings_s"].get(key, 0.0) + time.perf_counter() - t1
                 first_call = False
                 guard.check_patches()
-                all_ops.update(rec.ops)
-                for op in rec.forbidden(allowed):
-                    tag = f"forbidden_torch_op:{op}"
-                    if tag not in guard.violations:
-                        guard.violations.append(tag)
+                check_ops(rec)
                 for i, (a, b) in enumerate(zip(before, inputs)):
                     if not _same(a, b):
-                        tag = f"input_mutated:arg{i}"
-                        if tag not in guard.violations:
-                            guard.violations.append(tag)
-                outs = flatten_outputs(out)
-                for i, o in enumerate(outs):
-                    if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor:
-                        guard.violations.append(f"output_type:{type(o).__name__}")
-                        outs[i] = o.as_subclass(torch.Tensor)
-                fname = f"out_{si}_{t}.pt"
-                t_sv = time.perf_counter()
-                _save_outputs(outs, sandbox / fname)
-                tm = msg["timings_s"]
-                tm["save_outputs"] = tm.get("save_outputs", 0.0) + time.perf_counter() - t_sv
-                msg["outputs"].append({"shape": shape_name, "shape_idx": si, "trial": t, "file": fname})
+                        _flag(guard, f"input_mutated:arg{i}")
+                torch.save(_exact_outputs(out, guard), sandbox / f"out_{si}_{t}.pt")
                 buffers = inputs
-            if opcheck.STATE.launches == 0 and "no_triton_kernel" not in guard.violations:
-                guard.violations.append("no_triton_kernel")
+            if opcheck.STATE.launches == 0:
+                _flag(guard, "no_triton_kernel")
             if guard.violations:
                 break
-            if shape_name == plan.timed_shape and not job.get("skip_timing"):
-                stage = f"shape {shape_name}: timing"
-                t_in = time.perf_counter()
-                sets = [_plan.build_inputs(spec, plan.timing_seed(j), device, icache) for j in range(N_TIMING_SETS)]
-                msg["timings_s"]["inputs"] = msg["timings_s"].get("inputs", 0.0) + time.perf_counter() - t_in
-                last: dict[str, Any] = {}
-                rot = _plan.Rotation(sets)
-
-                def call(last: dict[str, Any] = last, model: Any = model, rot: _plan.Rotation = rot) -> None:
-                    last["out"] = model(*rot.current)
-
+            if si == job.get("timed"):
+                stage_name = f"shape {name}: timing"
+                chan.send({"timing": si})
                 t2 = time.perf_counter()
-                with torch.no_grad():
-                    stats = _timing.time_callable(call, rot.prepare, device)
+
+                def load(order: dict[str, Any]) -> list[list[Any]]:
+                    return [list(_plan.to_device(s, device)) for s in torch.load(stage / order["file"],
+                                                                                 weights_only=True)]
+
+                def save(k: int, which: list[int], outs: list[Any]) -> None:
+                    for i in which:
+                        torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
+
+                rec = _rounds.serve(chan, lambda inp, m=model: m(*inp), load, save, lambda: _sync(device),
+                                    OpRecorder)
                 msg["timings_s"]["timing"] = time.perf_counter() - t2
                 guard.check_patches()
-                _save_outputs(flatten_outputs(last["out"]), sandbox / "out_timing.pt")
-                msg["timing"] = stats
-                msg["timing_check"] = {"file": "out_timing.pt", "set": stats["last_rep"] % N_TIMING_SETS,
-                                       "shape_idx": si}
+                if rec is not None:
+                    check_ops(rec)
         msg["aten_ops"] = sorted(all_ops)
         finish("passed")
     except PermissionError as exc:
-        finish("rejected", f"{stage}: {exc}")
+        finish("rejected", f"{stage_name}: {exc}")
     except BaseException as exc:  # the candidate's failure is the result, never a harness crash
         status = "timeout" if isinstance(exc, KeyboardInterrupt) else _classify(exc)
         if isinstance(exc, MemoryError):
             status = "crashed"
-        finish(status, f"{stage}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
+        finish(status, f"{stage_name}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
 
 
-def run_reference(job: dict[str, Any], read_go: Callable[[], bytes], cand_dir: Path, result_fd: int,
-                  cached_baseline: dict[str, float] | None) -> None:
-    """Entry point of the reference process.
+class _Reference:
+    """The trusted reference process's state for one job."""
 
-    Forked at the start of the job, it prepares while the candidate runs (CUDA context, spec,
-    seeded inputs on the host: nothing secret exists yet), then waits for the candidate's report
-    and only then runs `Model`, compares and times the baseline.
-    """
-    device = job["device"]
-    out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0, "timings_s": {}}
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.device = job["device"]
+        self.stage = Path(job["stage"])
+        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        self.plan = _plan.make_plan(self.spec, self.device, job["trials"], job.get("shapes"), job["seed"])
+        self.base = self.spec.constants()
+        self.icache = InputCache(writable=True)  # this trusted process is the only writer
+        self.host: dict[tuple[int, int], list[Any]] = {}
+        names = [n for n, _ in self.plan.shapes]
+        self.timed = None if job.get("skip_timing") else names.index(self.plan.timed_shape)
+        self.models: dict[int, Any] = {}
+
+    def prepare(self) -> dict[str, Any]:
+        """Write every shape's init inputs and trial inputs into the stage; describe the job."""
+        shapes = []
+        set_bytes = 0
+        for si, (name, over) in enumerate(self.plan.shapes):
+            _plan.apply_shape(self.spec, self.base, over)
+            init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), "cpu")
+            torch.save(init, self.stage / f"init_{si}.pt")
+            trials = []
+            for t in range(self.plan.trials):
+                inputs = _plan.build_inputs(self.spec, self.plan.trial_seed(si, t), "cpu", self.icache)
+                self.host[(si, t)] = inputs
+                torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
+                trials.append(f"in_{si}_{t}.pt")
+                if si == self.timed:
+                    set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+            shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
+                           "model_seed": self.plan.model_seed(si)})
+        for p in self.stage.iterdir():
+            os.chmod(p, 0o644)
+        sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
+        return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig,
+                "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
+                "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape}}
+
+    def model(self, si: int) -> Any:
+        if si not in self.models:
+            _plan.apply_shape(self.spec, self.base, self.plan.shapes[si][1])
+            init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), self.device)
+            torch.manual_seed(self.plan.model_seed(si))
+            self.models[si] = self.spec.module.Model(*init).to(self.device)
+        return self.models[si]
+
+    def timed_sets(self, seeds: list[int]) -> list[list[Any]]:
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
+        return [_plan.build_inputs(self.spec, s, "cpu") for s in seeds]
+
+    def baseline(self, chan: Channel) -> None:
+        model = self.model(self.timed)
+
+        def load(order: dict[str, Any]) -> list[list[Any]]:
+            return [list(_plan.to_device(s, self.device)) for s in self.timed_sets(order["seeds"])]
+
+        _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o: None, lambda: _sync(self.device),
+                      OpRecorder)
+
+    def make_round(self, k: int, seeds: list[int]) -> str:
+        name = f"round_{k}.pt"
+        torch.save(self.timed_sets(seeds), self.stage / name)
+        os.chmod(self.stage / name, 0o644)
+        return name
+
+    def judge(self, sandbox: Path, timed: list[tuple[int, int, int]]) -> dict[str, Any]:
+        """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
+        out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
+        spec = self.spec
+        todo: list[tuple[int, str, str, list[Any]]] = []
+        for si, (name, _) in enumerate(self.plan.shapes):
+            for t in range(self.plan.trials):
+                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)]))
+            if si == self.timed:
+                if not timed:
+                    out["correct"] = False
+                    out["problems"].append(f"shape {name}: no timed repetition left an output to check")
+                for k, i, seed in timed:
+                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt",
+                                 self.timed_sets([seed])[0]))
+        for si, where, fname, host in todo:
+            path = sandbox / fname
+            if not path.is_file():
+                out["correct"] = False
+                out["problems"].append(f"{where}: no output saved")
+                continue
+            with torch.no_grad():
+                ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
+            try:
+                # Candidate-written file: weights_only refuses pickled code.
+                got = torch.load(path, weights_only=True, map_location=self.device)
+            except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's failure
+                out["correct"] = False
+                out["problems"].append(f"{where}: unreadable output ({type(exc).__name__})")
+                continue
+            cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32,
+                                  exact=spec.exact)
+            out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
+            out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
+            if not cmp.ok:
+                out["correct"] = False
+                out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
+        return out
+
+
+def run_reference(job: dict[str, Any], chan: Channel) -> None:
+    """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
     t0 = time.perf_counter()
     try:
         os.setsid()
-        spec = load_spec(job["spec_path"], job.get("overrides") or {})
-        plan = _plan.make_plan(spec, device, job["trials"], job.get("shapes"), job.get("seed", 1234))
-        base = spec.constants()
-        icache = InputCache(writable=True)  # this trusted process is the only writer
-        if device == "cuda":
-            torch.zeros(1, device="cuda")  # create the context while the candidate runs
-        host: dict[tuple[int, int], list[Any]] = {}
-        for si, (_name, shape_over) in enumerate(plan.shapes):
-            _plan.apply_shape(spec, base, shape_over)
-            for t in range(plan.trials):
-                host[(si, t)] = _plan.build_inputs(spec, plan.trial_seed(si, t), "cpu", icache)
-        out["timings_s"]["reference_prepare"] = time.perf_counter() - t0
-        line = read_go()  # blocks until the candidate process is gone; EOF means abort
-        if not line.strip():
-            return
-        cand = json.loads(line)
-        t0 = time.perf_counter()
-        # What must be judged comes from this process's own plan, not from the candidate's report.
-        check = cand.get("timing_check")
-        for si, (shape_name, shape_over) in enumerate(plan.shapes):
-            _plan.apply_shape(spec, base, shape_over)
-            init_inputs = _plan.build_init_inputs(spec, plan.model_seed(si), device)
-            torch.manual_seed(plan.model_seed(si))
-            model = spec.module.Model(*init_inputs).to(device)
-            todo = [(t, f"out_{si}_{t}.pt") for t in range(plan.trials)]
-            timed_here = shape_name == plan.timed_shape and not job.get("skip_timing")
-            if timed_here:
-                if not check or not (cand_dir / "out_timing.pt").exists():
-                    out["correct"] = False
-                    out["problems"].append(f"shape {shape_name}: the timed repetitions left no output to check")
-                    continue
-                todo.append((-1, "out_timing.pt"))
-            for trial, fname in todo:
-                if not (cand_dir / fname).exists():
-                    out["correct"] = False
-                    out["problems"].append(f"shape {shape_name}: no output saved for trial {trial}")
-                    continue
-                if trial == -1:
-                    seed = plan.timing_seed(int(check["set"]) % N_TIMING_SETS)
-                    inputs = _plan.build_inputs(spec, seed, device, icache)
-                else:
-                    inputs = _plan.to_device(host.pop((si, trial)), device)
-                with torch.no_grad():
-                    ref = flatten_outputs(model(*inputs))
-                # Candidate-written file: weights_only refuses pickled code.
-                got = torch.load(cand_dir / fname, weights_only=True, map_location=device)
-                cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32,
-                                      exact=spec.exact)
-                out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
-                out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
-                if not cmp.ok:
-                    out["correct"] = False
-                    where = "timed repetition" if trial == -1 else f"trial {trial}"
-                    out["problems"].extend(f"shape {shape_name}, {where}: {p}" for p in cmp.problems)
-            if shape_name == plan.timed_shape and check and not out["problems"]:
-                if cached_baseline:
-                    out["baseline"] = cached_baseline
-                else:
-                    sets = [_plan.build_inputs(spec, plan.timing_seed(j), device, icache) for j in range(N_TIMING_SETS)]
-                    rot = _plan.Rotation(sets)
-                    t1 = time.perf_counter()
-                    with torch.no_grad():
-                        out["baseline"] = _timing.time_callable(lambda m=model, r=rot: m(*r.current), rot.prepare,
-                                                                device)
-                    out["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+        ref = _Reference(job)
+        if ref.device == "cuda":
+            torch.zeros(1, device="cuda")
+        prepared = ref.prepare()
+        prepared["timings_s"] = {"reference_prepare": time.perf_counter() - t0}
+        chan.send({"prepared": prepared})
     except SpecError as exc:
-        out = {"bad_spec": str(exc)}
-    except BaseException as exc:
-        out = {"reference_error": f"{type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}"}
-    out.setdefault("timings_s", {})["reference_total"] = time.perf_counter() - t0
-    _send(result_fd, out)
+        chan.send({"prepared": None, "bad_spec": str(exc)})
+        return
+    except BaseException as exc:  # noqa: BLE001 - the spec's own code failed: the spec is at fault
+        chan.send({"prepared": None, "reference_error": f"{type(exc).__name__}: {exc}\n"
+                                                        f"{_tail(traceback.format_exc())}"})
+        return
+    while True:
+        try:
+            cmd = chan.recv()
+        except EOFError:
+            return
+        try:
+            if "baseline" in cmd:
+                chan.send({"baseline_ready": True})
+                ref.baseline(chan)
+            elif "make_round" in cmd:
+                chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"])})
+            elif "judge" in cmd:
+                verdict = ref.judge(Path(cmd["judge"]["sandbox"]), [tuple(x) for x in cmd["judge"]["timed"]])
+                chan.send({"verdict": verdict})
+                return
+        except BaseException as exc:  # noqa: BLE001 - reported; the server turns it into bad_spec
+            chan.send({"failure": True, "reference_error": f"{type(exc).__name__}: {exc}\n"
+                                                           f"{_tail(traceback.format_exc())}"})
+            return

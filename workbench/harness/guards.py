@@ -127,7 +127,9 @@ class Guard:
             if self._candidate_initiated(caller):
                 self.refuse("frame_introspection", event if event != "object.__getattr__" else str(args[1]))
         elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
-            if event != "os.kill" or args[0] not in (os.getpid(), 0):
+            # pid 0 is the whole process group: in a PID namespace getppid() is 0, so "kill my parent"
+            # lands there.
+            if event != "os.kill" or args[0] != os.getpid():
                 self.refuse("kill", f"{event} {args[:2]}")
 
     # -- monkeypatch detection -----------------------------------------------------------------

@@ -210,7 +210,7 @@ class _Checker(ast.NodeVisitor):
         if node.id in _BANNED_BUILTINS and node.id not in self.aliases:
             self.flag(_BANNED_BUILTINS[node.id], node.id)
         if node.id.startswith("__") and node.id.endswith("__") and node.id not in _DUNDER_ALLOWED \
-                and node.id not in ("__name__", "__file__"):
+                and node.id not in ("__name__", "__file__", "__all__"):
             self.flag("frame_introspection", node.id)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -303,10 +303,9 @@ class _Checker(ast.NodeVisitor):
             name_arg = node.args[1] if len(node.args) > 1 else None
             target = self.resolve(node.args[0]) if node.args else None
             if not (isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str)):
-                # `getattr(torch, dtype_name)` in __init__ turns an init input into a dtype; anywhere
-                # else a computed name reaches whatever the text hides.
-                if not (in_init and target == "torch"):
-                    self.flag("frame_introspection", "getattr with a computed name")
+                # A computed name reaches whatever the text hides (`getattr(torch, "_" + "C")`), in
+                # `__init__` too: what it fetches there, the forward can use.
+                self.flag("frame_introspection", f"getattr({target or '...'}, <computed name>)")
             elif name_arg.value.startswith("__") or name_arg.value in _FRAME_ATTRS:
                 self.flag("frame_introspection", f"getattr(..., {name_arg.value!r})")
         if full is not None and not in_init:

@@ -1,98 +1,51 @@
-"""The pre-warmed evaluation server: torch and triton imported once, each candidate in a fork.
+"""The pre-warmed evaluation server: the trusted side of every evaluation.
 
-Protocol: one JSON job per line on stdin, one JSON result per line on stdout. Logs go to stderr.
-For every job the server forks the candidate process, waits for it (wall-clock timeout, resident
-memory watch on the GPU), then forks the reference process, which judges the candidate's saved
-outputs. The verdict is assembled here, from what the reference process computed: nothing the
-candidate prints is parsed.
+Protocol with the client: one JSON job per line on stdin, one JSON result per line on stdout.
+Logs go to stderr. For every job:
+
+1. the reference process (trusted, forked ahead) loads the spec and stages every input in a stage
+   directory, from seeds drawn by this server that no candidate sees;
+2. the static policy checks the candidate's source (`policy.py`): a violation ends the job here;
+3. the baseline is timed, before any candidate code exists, under this server's clock (cached);
+4. the candidate process (forked ahead, confined by `sandbox.py` in its own namespaces and uid)
+   runs the trials and the timing rounds, which this server clocks (`rounds.py`);
+5. the candidate's namespace and every process of its uid are killed;
+6. the reference process judges the outputs the candidate left in its sandbox, on the same inputs.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import select
+import secrets
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.harness import policy as _policy
+from workbench.harness import rounds as _rounds
+from workbench.harness import sandbox as _sandbox
+from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
+
 log = logging.getLogger("workbench.harness.server")
 
-
-def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _kill_group(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _wait(pid: int, fd: int, timeout_s: float, rss_limit: int) -> tuple[bytes, str | None, int | None]:
-    """Read the child's report until EOF; returns (data, failure, exit_status)."""
-    deadline = time.monotonic() + timeout_s
-    chunks: list[bytes] = []
-    failure: str | None = None
-    open_fd = True
-    while open_fd:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            failure = "timeout"
-            break
-        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if ready:
-            data = os.read(fd, 1 << 16)
-            if not data:
-                open_fd = False
-            else:
-                chunks.append(data)
-        if rss_limit and _rss_bytes(pid) > rss_limit:
-            failure = "memory"
-            break
-    if failure:
-        _kill_group(pid)
-    os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    return b"".join(chunks), failure, status
+_STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
 
 
 def _describe_exit(status: int) -> str:
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return f"killed by signal {signal.Signals(sig).name}"
+        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
     return f"exited with code {os.WEXITSTATUS(status)}"
-
-
-def _last_json(data: bytes) -> dict[str, Any] | None:
-    for line in reversed(data.decode(errors="replace").strip().splitlines()):
-        try:
-            obj = json.loads(line)
-            if isinstance(obj, dict):
-                return obj
-        except json.JSONDecodeError:
-            continue
-    return None
 
 
 def _tail_file(path: Path, n: int = 2000) -> str:
     try:
-        data = path.read_bytes()
-        return data[-n:].decode(errors="replace")
+        return path.read_bytes()[-n:].decode(errors="replace")
     except OSError:
         return ""
 
@@ -102,20 +55,29 @@ class _Spare:
     """A forked child waiting for its job: CUDA context already created, nothing job-specific yet."""
 
     role: str       # "candidate" | "reference"
-    pid: int
-    job_w: int      # the server writes the job (and, for the reference, the go line) here
-    result_r: int   # the child's report arrives here
+    pid: int        # for the candidate: the parent of its PID namespace's init
+    job_w: int      # the server's commands go here
+    result_r: int   # the child's reports arrive here
+    iso: dict[str, Any] = field(default_factory=dict)
 
 
 class Server:
     def __init__(self, device: str) -> None:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
-        # Candidate outputs travel to the reference process as files: keep them in memory when possible.
+        self.secret = secrets.randbits(40)  # input seeds: never sent to a candidate
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
+        os.chmod(self.root, 0o711)  # others may traverse into a stage they were given, not list
+        self.isolate = _sandbox.can_isolate() and os.environ.get("WB_SANDBOX", "on") != "off"
+        self.uid_lease = _sandbox.UidLease() if self.isolate else None
+        if not self.isolate:
+            log.warning("candidate isolation unavailable (%s): candidates run with this server's uid and "
+                        "namespaces; only the Python guards and the static policy apply",
+                        "WB_SANDBOX=off" if _sandbox.can_isolate() else "not root")
         self._fds: set[int] = set()  # server-side ends of every spare's pipes: closed in each new child
         self._spares: dict[str, _Spare | None] = {"candidate": None, "reference": None}
+        self._jobs = 0
 
     # -- warm spares ---------------------------------------------------------------------------
     def _spawn(self, role: str) -> _Spare:
@@ -134,7 +96,10 @@ class Server:
                         os.close(fd)
                     except OSError:
                         pass
-                self._spare_main(role, job_r, res_w)
+                if role == "candidate" and self.isolate:
+                    code = self._candidate_namespace(job_r, res_w)
+                else:
+                    self._spare_main(role, job_r, res_w, None)
             except BaseException:  # noqa: BLE001 - a child must never return into the server loop
                 code = 70
             finally:
@@ -144,7 +109,37 @@ class Server:
         self._fds.update((job_w, res_r))
         return _Spare(role, pid, job_w, res_r)
 
-    def _spare_main(self, role: str, job_r: int, res_w: int) -> None:
+    def _candidate_namespace(self, job_r: int, res_w: int) -> int:
+        """In the forked child: new namespaces, then the candidate spare as the PID namespace's init.
+
+        This process stays outside as the init's parent and passes on how it ended.
+        """
+        iso = _sandbox.Isolation()
+        _sandbox.unshare_namespaces(iso)
+        if "pid" not in iso.namespaces:
+            _sandbox.after_pid_fork(iso)
+            self._spare_main("candidate", job_r, res_w, iso)
+            return 0
+        init = os.fork()
+        if init == 0:
+            code = 0
+            try:
+                _sandbox.after_pid_fork(iso)
+                self._spare_main("candidate", job_r, res_w, iso)
+            except BaseException:  # noqa: BLE001
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(job_r)
+        os.close(res_w)
+        _, status = os.waitpid(init, 0)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        return os.WEXITSTATUS(status)
+
+    def _spare_main(self, role: str, job_r: int, res_w: int, iso: _sandbox.Isolation | None) -> None:
         from workbench.harness import child
 
         if role == "reference":
@@ -155,18 +150,18 @@ class Server:
             import torch
 
             torch.zeros(1, device="cuda")  # the context costs seconds: pay it before the job arrives
-        reader = os.fdopen(job_r, "rb")
-        line = reader.readline()
-        if not line.strip():
+        chan = Channel(job_r, res_w)
+        try:
+            job = chan.recv()
+        except EOFError:
             return
-        job = json.loads(line)
         if role == "candidate":
-            reader.close()  # the candidate gets no channel back to the server
-            child.run_candidate(job, Path(job["sandbox"]), res_w)
+            child.run_candidate(job, chan, iso)
         else:
-            child.run_reference(job, reader.readline, Path(job["sandbox"]), res_w, job.get("cached_baseline"))
+            child.run_reference(job, chan)
 
     def ensure_spares(self) -> None:
+        self.reap_orphans()
         for role in ("reference", "candidate"):
             sp = self._spares[role]
             if sp is not None and os.waitpid(sp.pid, os.WNOHANG) != (0, 0):
@@ -191,83 +186,273 @@ class Server:
             except OSError:
                 pass
 
-    def _send(self, sp: _Spare, obj: dict[str, Any]) -> None:
+    def _kill(self, sp: _Spare, whole_uid: bool) -> int | None:
+        """Kill the child and everything it started; returns its exit status.
+
+        The namespace's init goes first, so its parent (outside) reaps it and exits on its own; then
+        every process of the uid; then the parent if it lingers. No zombie is left to the host's init.
+        """
+        for pid in _sandbox.child_pids(sp.pid) or [sp.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if whole_uid and self.uid_lease is not None:
+            _sandbox.kill_uid(self.uid_lease.uid)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                done, status = os.waitpid(sp.pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if done:
+                return status
+            time.sleep(0.001)
         try:
-            os.write(sp.job_w, (json.dumps(obj) + "\n").encode())
-        except BrokenPipeError:  # the child already reported (a bad spec) or died: its report says which
-            pass
+            os.kill(sp.pid, signal.SIGKILL)
+            return os.waitpid(sp.pid, 0)[1]
+        except (ProcessLookupError, ChildProcessError):
+            return None
+
+    def reap_orphans(self) -> None:
+        """This server is a child subreaper: whatever a child orphaned ends up here and is reaped."""
+        spare_pids = {sp.pid for sp in self._spares.values() if sp is not None}
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in spare_pids:  # a spare died while waiting: ensure_spares replaces it
+                for role, sp in self._spares.items():
+                    if sp is not None and sp.pid == pid:
+                        self._close(sp.job_w)
+                        self._close(sp.result_r)
+                        self._spares[role] = None
+
+    def _seeds(self, kind: int, k: int, r: int) -> list[int]:
+        """Seeds of round k's r repetitions (kind 1: the candidate's rounds, 2: the baseline's)."""
+        return [self.secret + kind * 10_000_000 + k * 10_007 + i for i in range(r)]
 
     # -- one job --------------------------------------------------------------------------------
     def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        job["device"] = self.device
+        self._jobs += 1
         timeout = float(job.get("timeout_s", 300.0))
-        rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30) if self.device == "cuda" else 0
-        sandbox = Path(tempfile.mkdtemp(prefix="cand-", dir=self.root))
-        (sandbox / "candidate.py").write_text(job["candidate_source"])
-        job["sandbox"] = str(sandbox)
         res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
-                               "trials": int(job.get("trials", 3))}
-        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
-        job["cached_baseline"] = self.baselines.get(key) if job.get("cache_baseline", True) else None
-        ref = self._take("reference")
-        cand_p = self._take("candidate")
-        ref_waited = False
+                               "trials": int(job.get("trials", 3)), "isolation": None}
+        job_dir = Path(tempfile.mkdtemp(prefix=f"job{self._jobs}-", dir=self.root))
+        stage, sandbox = job_dir / "stage", job_dir / "sandbox"
+        stage.mkdir(mode=0o755)
+        sandbox.mkdir(mode=0o700)
+        os.chmod(job_dir, 0o711)
+        (sandbox / "candidate.py").write_text(job["candidate_source"])
+        nonce = secrets.token_hex(8)
+        ref_sp, cand_sp = self._take("reference"), self._take("candidate")
+        for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r):
+            self._fds.discard(fd)
+        ref = Link(ref_sp.pid, ref_sp.job_w, ref_sp.result_r, nonce)
+        cand = Link(cand_sp.pid, cand_sp.job_w, cand_sp.result_r, nonce)
+        cand.watch_pid = self._namespace_init(cand_sp.pid)
+        if self.device == "cuda":
+            cand.rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30)
         try:
-            # The reference process prepares (spec, host inputs) while the candidate runs.
-            self._send(ref, job)
-            self._send(cand_p, job)
-            self._close(cand_p.job_w)
-            self._fds.discard(cand_p.result_r)
-            data, failure, status = _wait(cand_p.pid, cand_p.result_r, timeout, rss_limit)
-            cand = _last_json(data) if not failure else None
-            res["stdout_tail"] = _tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt")
-            if failure == "timeout":
+            return self._run(job, res, ref, cand, stage, sandbox, timeout, t0)
+        finally:
+            if cand.pid > 0:
+                self._kill_and_status(cand)
+            self._kill(ref_sp, whole_uid=False)
+            for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            res["stdout_tail"] = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-2000:]
+            if not job.get("keep_sandbox"):
+                shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _run(self, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link, stage: Path, sandbox: Path,
+             timeout: float, t0: float) -> dict[str, Any]:
+        deadline_ref = time.monotonic() + max(timeout, 600.0)
+        ref.send({"device": self.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
+                  "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(stage),
+                  "seed": int(job.get("seed", self.secret % 1_000_000_007)),
+                  "skip_timing": bool(job.get("skip_timing"))})
+        prep_msg = ref.recv(deadline_ref, expect="prepared")
+        prep = prep_msg.get("prepared")
+        if prep is None:
+            if "bad_spec" in prep_msg:
+                return self._done(res, "bad_spec", prep_msg["bad_spec"], t0)
+            return self._done(res, "bad_spec", "the spec's Model or inputs failed: "
+                              + prep_msg.get("reference_error", "no report"), t0)
+        res["plan"] = prep["plan"]
+        res["timings_s"].update(prep.get("timings_s", {}))
+        # 2. the static policy, before any candidate code runs anywhere
+        if job.get("policy", True):
+            found = _policy.check_source(job["candidate_source"], prep.get("allowed_imports", []))
+            if found:
+                res["violations"] = found
+                return self._done(res, "rejected", "static policy: " + "; ".join(found[:6]), t0)
+        timed = prep["timed"]
+        plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20))
+        # 3. the baseline, before the candidate exists, under this server's clock
+        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
+        if timed is not None:
+            if job.get("cache_baseline", True) and key in self.baselines:
+                res["baseline"] = self.baselines[key]
+            else:
+                t1 = time.perf_counter()
+                ref.send({"baseline": True})
+                ready = ref.recv(deadline_ref, expect="baseline_ready")
+                if "failure" in ready:
+                    return self._done(res, "bad_spec", "the spec's Model failed: " + ready["reference_error"], t0)
+                try:
+                    stats, _, _ = _rounds.drive(ref, plan, deadline_ref,
+                                                lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)}, judge=False)
+                except _rounds.RoundFailure as e:
+                    return self._done(res, "bad_spec", "the spec's Model failed: "
+                                      + e.msg.get("reference_error", ""), t0)
+                res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+                self.baselines[key] = stats
+                res["baseline"] = stats
+        # 4. the candidate
+        deadline = time.monotonic() + timeout
+        cand_job = {"device": self.device, "sandbox": str(sandbox), "stage": str(stage),
+                    "uid": self.uid_lease.uid if self.uid_lease else os.getuid(), "spec_path": job["spec_path"],
+                    "shapes": prep["shapes"], "timed": timed, "sig": prep["sig"], "allowed_ops": prep["allowed_ops"],
+                    "mem_limit_gb": job.get("mem_limit_gb", 8.0)}
+        saved: list[tuple[int, int]] = []
+        round_files: list[Path] = []
+        report: dict[str, Any] | None = None
+        try:
+            cand.send(cand_job)
+            while report is None:
+                msg = cand.recv(deadline)
+                if "isolated" in msg:
+                    res["isolation"] = self._verify_isolation(cand.watch_pid, msg["isolated"])
+                elif "timing" in msg and timed is not None and msg["timing"] == timed and "timing" not in res:
+                    def stage_round(k: int, r: int) -> dict[str, Any]:
+                        for p in round_files:
+                            p.unlink(missing_ok=True)
+                        ref.send({"make_round": k, "seeds": self._seeds(1, k, r)})
+                        made = ref.recv(deadline_ref, expect="made")
+                        if "failure" in made:
+                            raise _rounds.RoundFailure({"reference_error": made["reference_error"]})
+                        round_files.append(stage / made["file"])
+                        return {"stage": k, "file": made["file"]}
+
+                    t2 = time.perf_counter()
+                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_round,
+                                                         idle_check=lambda: self._idle(cand.watch_pid))
+                    res["timings_s"]["timing"] = time.perf_counter() - t2
+                    res["timing"] = stats
+                    res["violations"].extend(pviol)
+                elif msg.get("finished"):
+                    report = msg
+                else:
+                    raise ProtocolError(f"unexpected report {sorted(msg)[:6]}")
+        except ChildGone as gone:
+            status = self._kill_and_status(cand)
+            if gone.why == "timeout":
                 return self._done(res, "timeout", f"candidate exceeded the {timeout:g} s wall-clock limit", t0)
-            if failure == "memory":
+            if gone.why == "memory":
                 return self._done(res, "crashed", f"candidate exceeded the resident memory limit "
                                   f"({job.get('mem_limit_gb', 8.0)} GiB)", t0)
-            if cand is None:
-                return self._done(res, "crashed", f"candidate process {_describe_exit(status)} before reporting "
-                                  f"(segfault, abort or os._exit)\n{res['stdout_tail'][-800:]}", t0)
-            res.update({k: cand[k] for k in ("violations", "launches", "aten_ops", "plan", "timing") if k in cand})
-            res["timings_s"].update(cand.get("timings_s", {}))
-            if cand["status"] != "passed":
-                return self._done(res, cand["status"], cand.get("error", ""), t0)
-            self._send(ref, cand)
-            self._close(ref.job_w)
-            self._fds.discard(ref.result_r)
-            data, failure, status = _wait(ref.pid, ref.result_r, max(timeout, 600.0), 0)
-            ref_waited = True
-            verdict = _last_json(data)
-            if verdict is None:
-                return self._done(res, "infra_error", f"reference process {_describe_exit(status)} "
-                                  f"({failure or 'no report'})", t0)
-            if "bad_spec" in verdict:
-                return self._done(res, "bad_spec", verdict["bad_spec"], t0)
-            if "reference_error" in verdict:
-                return self._done(res, "bad_spec", "the spec's Model failed: " + verdict["reference_error"], t0)
-            res["timings_s"].update(verdict.get("timings_s", {}))
-            res["max_abs_err"] = verdict.get("max_abs_err")
-            res["max_rel_err"] = verdict.get("max_rel_err")
-            if not verdict["correct"]:
-                return self._done(res, "incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]), t0)
-            if "baseline" in verdict:
-                self.baselines[key] = verdict["baseline"]
-                res["baseline"] = verdict["baseline"]
-            return self._done(res, "passed", "", t0)
-        finally:
-            self._close(cand_p.job_w)
-            self._close(ref.job_w)  # EOF tells a waiting reference process to abort
-            if not ref_waited:
-                _kill_group(ref.pid)
-                self._close(ref.result_r)
-                try:
-                    os.waitpid(ref.pid, 0)
-                except ChildProcessError:
-                    pass
-            if not job.get("keep_sandbox"):
-                shutil.rmtree(sandbox, ignore_errors=True)
+            tail = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-800:]
+            return self._done(res, "crashed", f"candidate process {status} before reporting "
+                              f"(segfault, abort or os._exit)\n{tail}", t0)
+        except ProtocolError as e:
+            self._kill_and_status(cand)
+            res["violations"].append("forged_report")
+            return self._done(res, "rejected", f"the candidate process broke the harness protocol: {e}", t0)
+        except _rounds.RoundFailure as e:
+            report = e.msg
+            if "reference_error" in report:
+                self._kill_and_status(cand)
+                return self._done(res, "bad_spec", "the spec's Model failed: " + report["reference_error"], t0)
+        # 5. nothing of the candidate survives past this line
+        self._kill_and_status(cand)
+        res["violations"] = list(dict.fromkeys(res["violations"] + list(report.get("violations", []))))
+        res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
+        res["timings_s"].update(report.get("timings_s", {}))
+        status = report.get("status", "crashed")
+        if res["violations"] and status in ("passed", "runtime_error", "incorrect"):
+            status = "rejected"
+        if status != "passed":
+            return self._done(res, status, report.get("error", "") or "rule broken", t0)
+        if timed is not None and "timing" not in res:
+            return self._done(res, "incorrect", "the candidate finished without answering the timing rounds", t0)
+        # 6. the verdict, from the trusted side
+        t3 = time.perf_counter()
+        timed_pairs = [(k, i, self._seeds(1, k, i + 1)[i]) for k, i in saved]
+        ref.send({"judge": {"sandbox": str(sandbox), "timed": timed_pairs}})
+        vmsg = ref.recv(deadline_ref, expect="verdict")
+        if "failure" in vmsg:
+            return self._done(res, "bad_spec", "the spec's Model failed: " + vmsg["reference_error"], t0)
+        verdict = vmsg["verdict"]
+        res["timings_s"]["judge"] = time.perf_counter() - t3
+        res["max_abs_err"] = verdict.get("max_abs_err")
+        res["max_rel_err"] = verdict.get("max_rel_err")
+        if not verdict["correct"]:
+            return self._done(res, "incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]), t0)
+        return self._done(res, "passed", "", t0)
+
+    def _namespace_init(self, pid: int) -> int:
+        """The candidate's PID-namespace init, seen from here (its parent `pid` forked it at spawn)."""
+        if not self.isolate:
+            return pid
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            kids = _sandbox.child_pids(pid)
+            if kids:
+                return kids[0]
+            time.sleep(0.002)
+        return pid
+
+    def _idle(self, pid: int) -> bool | None:
+        """After `done`: the candidate must already be waiting on its command pipe (fd of the channel)."""
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            state = _blocked_in_read(pid)
+            if state is not False:
+                return state
+            time.sleep(0.0005)
+        return False
+
+    def _kill_and_status(self, cand: Link) -> str:
+        if cand.pid <= 0:
+            return "ended"
+        sp = _Spare("candidate", cand.pid, cand.cmd_w, cand.report_r)
+        status = self._kill(sp, whole_uid=True)
+        cand.pid = -1
+        return _describe_exit(status) if status is not None else "ended"
+
+    def _verify_isolation(self, pid: int, claimed: dict[str, Any] | None) -> dict[str, Any]:
+        """What the candidate process really is, read from /proc by this trusted process."""
+        seen: dict[str, Any] = {"claimed": claimed, "enforced": self.isolate}
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        seen["uid"] = int(line.split()[1])
+        except OSError:
+            pass
+        own = {}
+        for ns in ("pid", "mnt", "net", "ipc", "uts"):
+            try:
+                own[ns] = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+            except OSError:
+                own[ns] = None
+        seen["own_namespaces"] = own
+        missing = list((claimed or {}).get("missing", []))
+        missing += [f"no {ns} namespace" for ns, ok in own.items() if ok is False]
+        if not self.isolate:
+            missing.append("not isolated: the server is not root or WB_SANDBOX=off")
+        seen["missing"] = missing
+        if missing:
+            log.warning("candidate isolation incomplete: %s", "; ".join(missing))
+        return seen
 
     def _done(self, res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
         res["status"] = status
@@ -275,6 +460,18 @@ class Server:
             res["error"] = error
         res["timings_s"]["server_wall"] = time.perf_counter() - t0
         return res
+
+
+def _blocked_in_read(pid: int) -> bool | None:
+    """True when `pid` sits in read() on a pipe; None when /proc does not say (kernel without the file)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    if not fields:
+        return None
+    return fields[0] == "0"
 
 
 def main() -> None:
@@ -294,10 +491,12 @@ def main() -> None:
     from workbench.harness import child, opcheck  # noqa: F401
 
     opcheck.install_triton_wrappers()
+    _sandbox.become_subreaper()
     server = Server(device)
     server.ensure_spares()
     out = sys.stdout
-    out.write(json.dumps({"ready": True, "startup_s": time.perf_counter() - t0, "pid": os.getpid()}) + "\n")
+    out.write(json.dumps({"ready": True, "startup_s": time.perf_counter() - t0, "pid": os.getpid(),
+                          "isolated": server.isolate}) + "\n")
     out.flush()
     try:
         for line in sys.stdin:
@@ -314,6 +513,8 @@ def main() -> None:
             server.ensure_spares()  # while the client digests this result
     finally:
         shutil.rmtree(server.root, ignore_errors=True)
+        if server.uid_lease is not None:
+            server.uid_lease.release()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,33 @@
+"""EXPECT status=rejected violation=output_type
+Returns a lazy tensor subclass that computes when the harness saves it."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=m) + tl.load(b_ptr + offs, mask=m) * scale, mask=m)
+
+
+def launch(a, b, scale):
+    out = torch.empty_like(a)
+    add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), scale, BLOCK=1024)
+    return out
+
+
+
+class Lazy(torch.Tensor):
+    pass
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, a, b):
+        return launch(a, b, self.scale).as_subclass(Lazy)

@@ -1,0 +1,33 @@
+"""EXPECT status=rejected violation=import
+Rebinds module globals of the harness: the op recorder's glue allow-list and its launch depth."""
+from workbench.harness import opcheck
+
+opcheck.GLUE_OPS = frozenset(["add", "mul", *opcheck.GLUE_OPS])
+opcheck.STATE.depth = 1
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=m) + tl.load(b_ptr + offs, mask=m) * scale, mask=m)
+
+
+def launch(a, b, scale):
+    out = torch.empty_like(a)
+    add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), scale, BLOCK=1024)
+    return out
+
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, a, b):
+        return a + b * self.scale

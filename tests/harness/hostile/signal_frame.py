@@ -1,0 +1,37 @@
+"""EXPECT status=rejected violation=signal
+Takes a frame from a signal handler's argument and rewrites the harness's locals from it."""
+import os
+import signal
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=m) + tl.load(b_ptr + offs, mask=m) * scale, mask=m)
+
+
+def launch(a, b, scale):
+    out = torch.empty_like(a)
+    add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), scale, BLOCK=1024)
+    return out
+
+
+frames = []
+signal.signal(signal.SIGALRM, lambda sig, frame: frames.append(frame))
+signal.setitimer(signal.ITIMER_REAL, 0.01)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, a, b):
+        for f in frames:
+            f.f_back.f_locals.clear()
+        return launch(a, b, self.scale)

@@ -1,0 +1,150 @@
+"""Timing by the trusted server's clock: rounds of back-to-back repetitions, each on fresh inputs.
+
+One round, for the candidate and the reference alike:
+
+1. the server has fresh input sets staged for the round (a different seed per repetition, never shown
+   to the child before this round), and sends `stage`; the child loads them (on the GPU: copies them to
+   the device) and answers `staged`, then blocks reading its command pipe;
+2. the server reads its clock and sends `go`; the child runs the R repetitions back to back (one set
+   each, all under the op recorder), synchronizes the device and answers `done`; the server reads its
+   clock again. For the candidate, the server then checks from /proc that the child is already blocked
+   reading its next command: a `done` sent before the work ended is a forgery (`reported_done_early`);
+3. the server picks, after `done`, which repetitions' outputs are judged, and the child saves those.
+
+The first round (one repetition) sizes R so a round lasts `target_s` (within the memory bound of the
+staged sets); the median over the remaining rounds of (round time / R) is the runtime. The trusted
+clock includes each call's launch cost and one pipe round trip per round (amortized over R): the
+reference pays the same, so the ratio stays honest. There is no L2 flush inside a round (under a
+trusted clock it would dominate small kernels): each repetition reads its own staged buffers, so
+inputs larger than L2 run cold and small ones warm, for both contenders alike.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
+
+JUDGED_PER_ROUND = 2
+
+
+@dataclass
+class RoundPlan:
+    rounds: int          # timed rounds after the sizing round
+    target_s: float      # wall time one round should last
+    r_max: int           # repetitions one round may stage (memory bound)
+
+    @classmethod
+    def for_device(cls, device: str, set_bytes: int, stage_budget_bytes: int) -> RoundPlan:
+        r_max = max(1, min(1000, stage_budget_bytes // max(1, set_bytes)))
+        if device == "cuda":
+            return cls(rounds=7, target_s=0.01, r_max=r_max)
+        return cls(rounds=3, target_s=0.05, r_max=min(r_max, 20))
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(per_rep_s: list[float], reps: int) -> dict[str, float]:
+    us = [t * 1e6 for t in per_rep_s]
+    return {"median_us": statistics.median(us), "p20_us": _quantile(us, 0.2), "p80_us": _quantile(us, 0.8),
+            "reps": reps, "rounds": len(us)}
+
+
+def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, int], dict[str, Any]],
+          idle_check: Callable[[], bool | None] | None = None, judge: bool = True,
+          rng: random.Random | None = None) -> tuple[dict[str, float], list[tuple[int, int]], list[str]]:
+    """Run the sizing round and `plan.rounds` timed rounds against `link`.
+
+    `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first). Returns the
+    timing summary, the (round, repetition) pairs whose outputs the child saved, and protocol
+    violations seen (`reported_done_early`).
+    """
+    rng = rng or random.SystemRandom()
+    per_rep: list[float] = []
+    saved: list[tuple[int, int]] = []
+    violations: list[str] = []
+    reps_total = 0
+    r = 1
+    for k in range(plan.rounds + 1):
+        link.send(stage(k, r))
+        link.recv(deadline, expect="staged")
+        t0 = time.perf_counter()
+        link.send({"go": k})
+        msg = link.recv(deadline, expect="done")
+        t1 = time.perf_counter()
+        if "failure" in msg:
+            raise _Failure(msg)
+        if msg["done"] != k:
+            raise ProtocolError(f"done for round {msg['done']} during round {k}")
+        if idle_check is not None and idle_check() is False and "reported_done_early" not in violations:
+            violations.append("reported_done_early")
+        dt = (t1 - t0) / r
+        if k == 0:
+            r = int(min(plan.r_max, max(1, math.ceil(plan.target_s / max(dt, 1e-9)))))
+        else:
+            per_rep.append(dt)
+            reps_total += r
+        which = sorted(rng.sample(range(r if k else 1), min(JUDGED_PER_ROUND, r if k else 1))) if judge else []
+        link.send({"save": k, "which": which})
+        done = link.recv(deadline, expect="saved")
+        if "failure" in done:
+            raise _Failure(done)
+        saved.extend((k, i) for i in which)
+    link.send({"end": True})
+    return summarize(per_rep, reps_total), saved, violations
+
+
+class _Failure(Exception):
+    """The child reported a failure (its `failure` message) in the middle of the rounds."""
+
+    def __init__(self, msg: dict[str, Any]) -> None:
+        super().__init__(msg.get("error", ""))
+        self.msg = msg
+
+
+RoundFailure = _Failure
+
+
+def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
+          save: Callable[[int, list[int], list[Any]], None], sync: Callable[[], None],
+          recorder_factory: Callable[[], Any]) -> Any:
+    """The child's side of the rounds, until the server sends `end`. Returns the last round's recorder."""
+    import torch
+
+    rec = None
+    while True:
+        msg = chan.recv()
+        if "end" in msg:
+            return rec
+        k = msg["stage"]
+        sets = load(msg)
+        sync()
+        chan.send({"staged": k})
+        go = chan.recv()
+        if go.get("go") != k:
+            raise ProtocolError(f"expected go {k}")
+        outs: list[Any] = [None] * len(sets)
+        rec = recorder_factory()
+        with torch.no_grad(), rec:
+            for i, inputs in enumerate(sets):
+                outs[i] = call(inputs)
+            sync()
+        chan.send({"done": k})
+        order = chan.recv()
+        save(k, list(order.get("which", [])), outs)
+        del outs, sets
+        chan.send({"saved": k})
+
+
+__all__ = ["ChildGone", "RoundFailure", "RoundPlan", "drive", "serve", "summarize"]

@@ -1,0 +1,255 @@
+"""OS isolation of the candidate process: namespaces, a read-only file system, its own uid, rlimits.
+
+The candidate process is hostile. These calls run in it *before* any candidate code, as root, and
+leave it unable to reach anything that decides a verdict:
+
+- new PID, mount, network, IPC and UTS namespaces (`unshare`, through libc: Python 3.11 has no
+  `os.unshare`), so it sees no other process, no network, no System V IPC;
+- a private `/proc` for its PID namespace (no other process's `environ`, `mem` or `fd/`);
+- every mount read-only (`mount_setattr(AT_RECURSIVE)`), then fresh empty tmpfs over `/tmp`,
+  `/var/tmp`, `/run/lock` and `/dev/shm` (the harness's input cache and other jobs' sandboxes live
+  there), with only its own sandbox bound read-write and the job's staged inputs bound read-only;
+- an unprivileged uid/gid of its own (one per harness server, claimed with a lock), no supplementary
+  groups, `PR_SET_NO_NEW_PRIVS`, the parent-death signal, rlimits on file size, processes, open files
+  and core dumps.
+
+At the end of a job the server kills the namespace's init (the kernel then kills every process in it)
+and every process of the uid (`kill(-1)` from a helper that became that uid).
+
+Each step that the kernel refuses is recorded in `Isolation.missing` and reported in the result's
+`isolation` field with a warning, never silently skipped.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import logging
+import os
+import resource
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_NAMESPACES = (("pid", CLONE_NEWPID), ("mount", CLONE_NEWNS), ("net", CLONE_NEWNET), ("ipc", CLONE_NEWIPC),
+               ("uts", CLONE_NEWUTS))
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
+_SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 (the unified syscall table)
+_AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+UID_BASE = 61000  # candidate uids: UID_BASE .. UID_BASE + UID_SLOTS - 1, one per live harness server
+UID_SLOTS = 512
+SANDBOX_MOUNT = "/tmp/wb-sandbox"  # where the candidate sees its sandbox
+STAGE_MOUNT = "/tmp/wb-stage"      # where it sees the job's staged inputs (read-only)
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+@dataclass
+class Isolation:
+    """What the kernel granted; `missing` names each protection it refused, with the errno."""
+
+    uid: int | None = None
+    namespaces: list[str] = field(default_factory=list)
+    readonly_root: bool = False
+    private_proc: bool = False
+    private_tmp: bool = False
+    no_new_privs: bool = False
+    missing: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"uid": self.uid, "namespaces": list(self.namespaces), "readonly_root": self.readonly_root,
+                "private_proc": self.private_proc, "private_tmp": self.private_tmp,
+                "no_new_privs": self.no_new_privs, "missing": list(self.missing)}
+
+
+def _err(what: str) -> str:
+    e = ctypes.get_errno()
+    return f"{what}: {errno.errorcode.get(e, e)}"
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+    rc = _libc.mount(src.encode() if src else None, target.encode(), fstype.encode() if fstype else None,
+                     ctypes.c_ulong(flags), data.encode() if data else None)
+    return rc == 0
+
+
+def can_isolate() -> bool:
+    """True when this process may build the sandbox (root: it needs CAP_SYS_ADMIN and setuid)."""
+    return os.geteuid() == 0
+
+
+def unshare_namespaces(iso: Isolation) -> None:
+    """Enter new namespaces, all at once when the kernel allows it, else each it grants."""
+    flags = 0
+    for _, f in _NAMESPACES:
+        flags |= f
+    if _libc.unshare(flags) == 0:
+        iso.namespaces = [n for n, _ in _NAMESPACES]
+        return
+    for name, f in _NAMESPACES:
+        if _libc.unshare(f) == 0:
+            iso.namespaces.append(name)
+        else:
+            iso.missing.append(_err(f"unshare {name}"))
+
+
+def after_pid_fork(iso: Isolation) -> None:
+    """In the first process of the new PID namespace: private mounts and a /proc of its own."""
+    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        iso.missing.append(_err("pdeathsig"))
+    if "mount" not in iso.namespaces:
+        return
+    if not _mount(None, "/", None, MS_REC | MS_PRIVATE):
+        iso.missing.append(_err("mount private"))
+        return
+    if "pid" in iso.namespaces:
+        if _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC):
+            iso.private_proc = True
+        else:
+            iso.missing.append(_err("mount /proc"))
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _readonly_everything(iso: Isolation) -> None:
+    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
+    rc = _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, b"/", _AT_RECURSIVE, ctypes.byref(attr),
+                       ctypes.sizeof(attr))
+    if rc == 0:
+        iso.readonly_root = True
+        return
+    iso.missing.append(_err("mount_setattr read-only"))
+    # Older kernels: remount each mount point read-only (a bind remount keeps the other flags).
+    ok = True
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for mp in points:
+        if mp.startswith(("/proc", "/sys", "/dev")):
+            continue
+        if not _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY):
+            ok = False
+    iso.readonly_root = ok
+
+
+def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: int) -> None:
+    """Read-only view of everything, empty private temp dirs, the sandbox writable, the stage read-only."""
+    if "mount" not in iso.namespaces:
+        iso.missing.append("read-only view: no mount namespace")
+        return
+    # Hold the sandbox and the stage by descriptor: the tmpfs mounts below may hide their paths.
+    held = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (sandbox, stage) if p is not None]
+    _readonly_everything(iso)
+    private = True
+    for d in ("/tmp", "/var/tmp", "/run/lock", "/dev/shm"):
+        if os.path.isdir(d) and not _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m"):
+            private = False
+            iso.missing.append(_err(f"tmpfs {d}"))
+    iso.private_tmp = private
+    os.makedirs(SANDBOX_MOUNT, exist_ok=True)
+    if not _mount(f"/proc/self/fd/{held[0]}", SANDBOX_MOUNT, None, MS_BIND) or \
+            not _mount(None, SANDBOX_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV):
+        iso.missing.append(_err("bind sandbox"))
+    if stage is not None:
+        os.makedirs(STAGE_MOUNT, exist_ok=True)
+        if not _mount(f"/proc/self/fd/{held[1]}", STAGE_MOUNT, None, MS_BIND) or \
+                not _mount(None, STAGE_MOUNT, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV):
+            iso.missing.append(_err("bind stage"))
+    for fd in held:
+        os.close(fd)
+    os.chown(SANDBOX_MOUNT, uid, uid)
+
+
+def set_limits(file_size_gb: float = 8.0, processes: int = 64, open_files: int = 1024) -> None:
+    """File size, process count (for the uid: Triton's ptxas needs a few), open files, no core dumps."""
+    fsize = int(file_size_gb * 2**30)
+    for res, val in ((resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NPROC, processes),
+                     (resource.RLIMIT_NOFILE, open_files), (resource.RLIMIT_CORE, 0)):
+        soft, hard = resource.getrlimit(res)
+        cap = val if hard == resource.RLIM_INFINITY else min(val, hard)
+        resource.setrlimit(res, (cap, cap))
+
+
+def drop_privileges(iso: Isolation, uid: int) -> None:
+    """Become `uid` (its own group, no supplementary groups) for good; no privileges can come back."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    iso.uid = uid
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
+        iso.no_new_privs = True
+    else:
+        iso.missing.append(_err("no_new_privs"))
+    # a credential change clears the parent-death signal: set it again
+    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        iso.missing.append(_err("pdeathsig after setuid"))
+
+
+class UidLease:
+    """One candidate uid per harness server, held with an flock so two servers never share one."""
+
+    def __init__(self, lock_dir: Path = Path("/dev/shm/wb-harness-uids")) -> None:
+        lock_dir.mkdir(mode=0o700, exist_ok=True)
+        start = os.getpid() % UID_SLOTS
+        for i in range(UID_SLOTS):
+            uid = UID_BASE + (start + i) % UID_SLOTS
+            fd = os.open(lock_dir / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise RuntimeError(f"no free candidate uid in {UID_BASE}..{UID_BASE + UID_SLOTS - 1}")
+
+    def release(self) -> None:
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid`, wherever it hides (another session, a daemon, a new PID namespace).
+
+    A forked helper becomes `uid` and calls kill(-1): that reaches exactly the processes the uid owns.
+    """
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            try:
+                os.kill(-1, signal.SIGKILL)  # the helper is among them: it dies here
+            except ProcessLookupError:
+                pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def become_subreaper() -> bool:
+    """Orphans of this process's descendants are re-parented here (to be reaped), not to the host's init."""
+    return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def child_pids(pid: int) -> list[int]:
+    """The direct children of `pid`, read from /proc (the namespace init below the intermediate)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
