@@ -14,12 +14,12 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from workbench.lowering import glue, templates
+from workbench.lowering import conv, glue, templates
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
 from workbench.lowering.pointwise import HELPERS
-from workbench.lowering.primitives import PRIMITIVES
+from workbench.lowering.primitives import PRIMITIVES, load_all
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,7 @@ class Emitter:
                 name = op_name(n)
                 if name not in self.ops:
                     self.ops.append(name)
+        load_all()
         group_of = partition(self.graph)
         used_outside = outside_users(self.graph, group_of)
         last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}
@@ -152,6 +153,9 @@ class Emitter:
         if g.anchor is None:
             _, launch = self.add_kernel("fused", lambda nm: templates.pointwise_kernel(nm, g, mat, self.names))
             self.tunables |= {"BLOCK", "NUM_WARPS"}
+        elif packet(g.anchor) == "convolution":
+            _, launch = self.add_kernel("conv", lambda nm: conv.conv_kernel(nm, g, mat, self.names, self.precision))
+            self.tunables |= set(conv.TUNABLES)
         elif packet(g.anchor) in ("mm", "bmm"):
             _, launch = self.add_kernel("matmul", lambda nm: templates.matmul_kernel(nm, g, mat, self.names,
                                                                                      self.precision))
@@ -213,6 +217,8 @@ class Emitter:
         if prim is not None:
             _, launch = self.add_kernel(prim.prefix, lambda nm: prim.make(nm, node, self.names, self.expr))
             self.tunables |= set(prim.tunables)
+            if prim.tuple_out:
+                self.tuple_vars[node] = [f"{v}_0", f"{v}_1"]
             self.lines.append(f"# {op_name(node).removeprefix('aten.')}")
             self.lines += launch
             return

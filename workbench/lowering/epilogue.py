@@ -95,7 +95,7 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
         args = _args_of(node)
         tensor_like = [operand(a) if isinstance(a, (fx.Node, bool, int, float)) or a is None else pw.Val("None", None)
                        for a in args[:3]] if packet(node) != "copy" else [operand(args[0]), operand(args[1])]
-        if packet(node) in ("_to_copy", "to", "clone", "alias", "lift_fresh_copy"):
+        if packet(node) in ("_to_copy", "to", "clone", "alias", "lift_fresh_copy", "convert_element_type"):
             tensor_like = [operand(args[0])]
         out_dt = dtype(node)
         try:

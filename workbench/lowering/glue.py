@@ -98,7 +98,17 @@ def _squeeze(v: str, node: fx.Node, e: Expr) -> list[str]:
     return [f"{v} = {x}.squeeze({e(tuple(d)) if isinstance(d, (list, tuple)) else e(d)})"]
 
 
+def _broadcast_in_dim(v: str, node: fx.Node, e: Expr) -> list[str]:
+    shape, bdims = node.args[1], list(node.args[2])
+    x = e(node.args[0])
+    for j in range(len(shape)):
+        if j not in bdims:
+            x = f"{x}.unsqueeze({j})"
+    return [f"{v} = {x}.expand({e(list(shape))})"]
+
+
 GLUE: dict[str, Rule] = {
+    "broadcast_in_dim": _broadcast_in_dim,
     "view": _method("reshape", (1, "size")),
     "_unsafe_view": _method("reshape", (1, "size")),
     "reshape": _method("reshape", (1, "shape")),

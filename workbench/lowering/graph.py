@@ -14,7 +14,7 @@ def op_name(node: fx.Node) -> str:
     """`aten.mm.default` for an ATen call, else the target's name."""
     t = node.target
     if isinstance(t, torch._ops.OpOverload):
-        return f"aten.{t.overloadpacket.__name__}.{t._overloadname}"
+        return f"{t.namespace}.{t.overloadpacket.__name__}.{t._overloadname}"
     return getattr(t, "__name__", str(t))
 
 

@@ -25,6 +25,8 @@ def anchor_kind(node: fx.Node) -> str | None:
     name = packet(node)
     if name in MATMULS:
         return "matmul"
+    if name == "convolution":
+        return "conv"
     if name in REDUCTIONS and node.op == "call_function":
         # max/min with one tensor and no dim are full reductions; max/min of two tensors are pointwise
         if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], fx.Node):

@@ -366,7 +366,7 @@ POINTWISE: dict[str, Handler] = {
 }
 
 # ops whose result dtype is set by a kwarg (`_to_copy(x, dtype=...)`): handled by the caller
-CAST_OPS = {"_to_copy", "to"}
+CAST_OPS = {"_to_copy", "to", "convert_element_type"}
 
 
 def is_pointwise(name: str) -> bool:

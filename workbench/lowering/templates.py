@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch.fx as fx
 
+from workbench.lowering import conv, pool
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.graph import dtype, rank, val
@@ -24,6 +25,8 @@ TUNABLE_DEFAULTS = {
     "MM_NUM_WARPS": ([2, 4, 8], 4),
     "MM_NUM_STAGES": ([1, 2, 3, 4], 2),
 }
+TUNABLE_DEFAULTS.update(conv.DEFAULTS)
+TUNABLE_DEFAULTS.update(pool.DEFAULTS)
 
 
 def indent(lines: list[str], n: int = 4) -> list[str]:
