@@ -87,7 +87,7 @@ def conv1d_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | N
     if name == "dispatch":
         out = dispatch.conv1d(x, w, b, s, pad)
     else:
-        out = ck.conv1d(x, w, b, s, pad, config=dict(cfg) if cfg is not None else None)
+        out = ck.triton_conv1d(x, w, b, s, pad, config=dict(cfg) if cfg is not None else None)
     return out, conv1d_reference(x, w, b, s, pad), conv1d_exact(x, w, b, s, pad)
 
 

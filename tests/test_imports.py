@@ -187,3 +187,34 @@ def test_nothing_imports_the_lab_book():
 def test_every_library_file_parses():
     _graph(IMPORTERS)
     assert not _UNPARSED, "\n".join(f"{p}: {why}" for p, why in sorted(_UNPARSED.items()))
+
+
+CASE_FACES = {"conv1d": "conv1d", "optimized_fm": "optimized_fm", "pffn": "pffn", "mapid": "MapIdDispatch",
+              "mbdt": "MBDTDispatch", "event_truncate": "BatchEventTruncateDispatch"}
+
+
+@pytest.mark.parametrize("case", sorted(CASE_FACES))
+def test_each_case_study_package_exports_its_public_api(case):
+    import importlib
+
+    pkg = importlib.import_module(f"case_studies.{case}")
+    disp = CASE_FACES[case]
+    assert sorted(pkg.__all__) == sorted(["BENCHMARK", "ModelNew", disp])
+    assert pkg.ModelNew is importlib.import_module(f"case_studies.{case}.kernel").ModelNew
+    assert getattr(pkg, disp) is getattr(importlib.import_module(f"case_studies.{case}.dispatch"), disp)
+    assert pkg.BENCHMARK["name"] == case
+    with pytest.raises(AttributeError):
+        pkg.not_a_name  # noqa: B018
+
+
+def test_one_public_conv1d_and_a_spec_import_pulls_in_no_triton():
+    import subprocess
+    import sys
+
+    code = ("import sys, case_studies.conv1d.spec, case_studies.mapid.spec; "
+            "assert 'triton' not in sys.modules, 'triton imported by a spec'; "
+            "import case_studies.conv1d as c, case_studies.conv1d.kernel as k, case_studies.conv1d.dispatch as d; "
+            "assert c.conv1d is d.conv1d and k.triton_conv1d is not d.conv1d")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1"})
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -16,7 +16,8 @@ For each case study (`registry.py`), in one process:
    `--shapes` and the launch modes of `--modes`; torch.compile contenders only with `--compile` (tens of
    seconds of compilation a shape); every contender's output checked against the baseline's;
 4. exact cases: the dispatching module measured next to the baseline and the kernel, deciding from the
-   recorded CSV under `results/` (`--dispatch-from recorded`, what users get) or from this run's rows;
+   recorded CSV under `results/` (`--dispatch-from recorded`, what users get) or from this run's rows,
+   on the benchmark's shapes and on shapes the recorded CSV lacks (`bench.DISPATCH_UNRECORDED`);
 5. every row next to the recorded row of the same (shape, dtype, contender, mode) in
    `results/case_studies/<case>/bench.csv`: the ratio new / recorded;
 6. `--profile` (float cases, GPU): Proton kernel times and probe regions at the benchmark's first shape.
@@ -152,6 +153,19 @@ def summary_table(case: str, rows: list[dict[str, Any]], kernels: tuple[str, ...
     return "\n".join(lines)
 
 
+def dispatch_vs_eager(rows: list[dict[str, Any]], floor: float = 0.98) -> dict[str, Any]:
+    """eager / dispatch per (shape, mode) measured in the dispatch pass: the rule is that the dispatching
+    module is never below `floor` of eager."""
+    med: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        if r.get("status") == "ok" and r.get("median_us") is not None:
+            med.setdefault((r["shape"], r["mode"]), {})[r["contender"]] = float(r["median_us"])
+    ratios = {f"{s} {m}": c["eager"] / c["dispatch"] for (s, m), c in med.items() if "eager" in c and "dispatch" in c}
+    worst = min(ratios, key=ratios.get) if ratios else None
+    return {"ratios": ratios, "min": ratios[worst] if worst else None, "worst": worst, "floor": floor,
+            "holds": bool(ratios) and all(v >= floor for v in ratios.values())}
+
+
 def drift_lines(case: str, vs: list[dict[str, Any]]) -> list[str]:
     if not vs:
         return [f"{case}: no row of this run matches a recorded row"]
@@ -264,6 +278,10 @@ def run_case(cfg: CaseConfig, args: Any, run: common.Run, device: str, doc: dict
         decl_b = copy.deepcopy(decl)
         decl_b["name"] = f"{cfg.name}_dispatch"
         decl_b["sweeps"] = [s for s in decl_b["sweeps"] if not s["name"].startswith("compiled")]
+        if getattr(bench, "DISPATCH_UNRECORDED", None) and decl_b["sweeps"] and not args.smoke:
+            # shapes the recorded CSV lacks: what the dispatcher decides there is measured too
+            decl_b["sweeps"].append(dict(decl_b["sweeps"][0], name="unrecorded",
+                                         shapes=copy.deepcopy(bench.DISPATCH_UNRECORDED)))
         for s in decl_b["sweeps"]:
             s["contenders"] = [c for c in bench.DISPATCH_CONTENDERS if args.compile or "compile" not in c]
         source = csv_a if args.dispatch_from == "run" else None     # None: the dispatch module's recorded CSV
@@ -279,6 +297,8 @@ def run_case(cfg: CaseConfig, args: Any, run: common.Run, device: str, doc: dict
         write_rows(disp_rows, run.out / f"{cfg.name}_dispatch.csv", run.provenance)
         rec["seconds"]["dispatch"] = round(time.perf_counter() - t, 1)
 
+    if disp_rows:
+        rec["dispatch_vs_eager"] = dispatch_vs_eager(disp_rows)
     bad = [r for r in rows + disp_rows if r["status"] in ("incorrect", "error")]
     rec["bad_rows"] = [{k: r[k] for k in ("sweep", "shape", "dtype", "contender", "mode", "status", "error")}
                        for r in bad]
@@ -351,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         lines += [f"## {name}: {'ok' if rec.get('ok') else 'FAILED'}; checks {rec.get('checks_ok', '-')}; "
                   f"seconds {json.dumps(rec.get('seconds', {}))}", "", rec.get("table", ""), "",
                   *rec.get("vs_recorded", []), ""]
+        if "dispatch_vs_eager" in rec:
+            dv = rec["dispatch_vs_eager"]
+            lines += [f"dispatch vs eager: min {dv['min']:.2f}x ({dv['worst']}) over {len(dv['ratios'])} cells; "
+                      f"the >= {dv['floor']}x rule {'holds' if dv['holds'] else 'FAILS'}", ""] if dv["min"] else []
         lines += [f"- bad row: {json.dumps(b)[:300]}" for b in rec.get("bad_rows", [])]
         lines += [f"- failure in {f['phase']}: {f['error'].splitlines()[-1]}" for f in rec.get("failures", [])]
     (run.out / "summary.md").write_text("\n".join(lines) + "\n")

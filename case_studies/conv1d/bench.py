@@ -73,9 +73,9 @@ CHECKS = {
 
 
 def check_kernel(inputs: tuple, config: dict[str, Any], probes: bool) -> torch.Tensor:
-    from case_studies.conv1d.kernel import conv1d
+    from case_studies.conv1d.kernel import triton_conv1d
 
-    return conv1d(*inputs, config=config, probes=probes)
+    return triton_conv1d(*inputs, config=config, probes=probes)
 
 
 def check_reference(inputs: tuple) -> torch.Tensor:
@@ -105,10 +105,10 @@ def nbytes(p: dict[str, Any], dtype: str) -> float:
 
 
 def _triton(p: dict[str, Any], inputs: tuple) -> Any:
-    from case_studies.conv1d.kernel import conv1d
+    from case_studies.conv1d.kernel import triton_conv1d
 
-    conv1d(*inputs)  # autotune (or compile) outside the timing loop
-    return lambda: conv1d(*inputs)
+    triton_conv1d(*inputs)  # autotune (or compile) outside the timing loop
+    return lambda: triton_conv1d(*inputs)
 
 
 def case() -> CaseStudyBench:
@@ -133,6 +133,6 @@ def configured(config: dict[str, Any]) -> Any:
     import functools
 
     from case_studies.common.contenders import kernel as kernel_contender
-    from case_studies.conv1d.kernel import conv1d
+    from case_studies.conv1d.kernel import triton_conv1d
 
-    return kernel_contender(functools.partial(conv1d, config=dict(config)))
+    return kernel_contender(functools.partial(triton_conv1d, config=dict(config)))

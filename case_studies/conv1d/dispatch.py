@@ -45,7 +45,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
            padding: int = 0) -> torch.Tensor:
     """`F.conv1d` semantics (groups 1, dilation 1); the Triton kernel only where it was measured to win."""
     if decide(x, weight, stride, padding).use_kernel:
-        from case_studies.conv1d.kernel import conv1d as triton_conv1d
+        from case_studies.conv1d.kernel import triton_conv1d
 
         return triton_conv1d(x, weight, bias, stride, padding)
     return F.conv1d(x, weight, bias, stride=stride, padding=padding)

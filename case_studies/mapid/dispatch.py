@@ -18,6 +18,7 @@ RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" /
 
 class MapIdDispatcher(ShapeDispatcher):
     key_params = ("VOCAB_SIZE", "NUM_IDS")
+    work_params = ("NUM_IDS",)     # the cost model: ids looked up (a lookup is a few loads at any vocabulary)
     kernel_contender = "triton_bucket"
     baseline_contender = "eager"
 

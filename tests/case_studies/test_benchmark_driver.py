@@ -101,3 +101,13 @@ def test_ab_smoke_times_each_config_beside_the_baseline(tmp_path):
     assert sorted(r["config"] for r in rows) == ["eager", "fixed", "narrow", "shipped"]
     assert all(r["status"] == "ok" and r["rounds"] == 2 and r["revision"] == "head" for r in rows)
     assert "| smoke | float16 | plain | narrow | head |" in (tmp_path / "o" / "ab.md").read_text()
+
+
+def test_dispatch_vs_eager_reports_the_worst_cell_against_the_098_rule():
+    def row(shape, contender, us, mode="graph"):
+        return {"shape": shape, "contender": contender, "mode": mode, "status": "ok", "median_us": us}
+    got = run.dispatch_vs_eager([row("a", "eager", 20.0), row("a", "dispatch", 5.0), row("b", "eager", 10.0),
+                                 row("b", "dispatch", 10.5), row("c", "eager", 9.0)])
+    assert got["worst"] == "b graph" and got["min"] == pytest.approx(10 / 10.5) and not got["holds"]
+    assert run.dispatch_vs_eager([row("a", "eager", 20.0), row("a", "dispatch", 5.0)])["holds"]
+    assert not run.dispatch_vs_eager([])["holds"]

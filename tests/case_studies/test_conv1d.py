@@ -47,7 +47,7 @@ def _report(out, ref):
 def test_kernel_matches_reference(shape, dtype, atol, rtol):
     x, w, b = _inputs(shape, dtype)
     stride, padding = shape[5], shape[6]
-    out = kernel.conv1d(x, w, b, stride, padding)
+    out = kernel.triton_conv1d(x, w, b, stride, padding)
     ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
     assert out.shape == ref.shape and out.dtype == dtype
     assert torch.isfinite(out.float()).all()
@@ -56,7 +56,7 @@ def test_kernel_matches_reference(shape, dtype, atol, rtol):
 
 def test_no_bias_and_conv2d_formulation_agree():
     x, w, _ = _inputs((2, 8, 16, 45, 3, 1, 1), torch.float32, bias=False)
-    out = kernel.conv1d(x, w, None, 1, 1)
+    out = kernel.triton_conv1d(x, w, None, 1, 1)
     torch.testing.assert_close(out, conv1d_reference(x, w, None, 1, 1), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(conv1d_as_conv2d(x, w, None, 1, 1), conv1d_reference(x, w, None, 1, 1))
 
@@ -77,14 +77,14 @@ def test_no_bias_and_conv2d_formulation_agree():
 def test_other_tile_configs(cfg):
     x, w, b = _inputs((3, 40, 24, 29, 3, 1, 1), torch.float16)
     ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 1)
-    out = kernel.conv1d(x, w, b, 1, 1, config=cfg).float()
+    out = kernel.triton_conv1d(x, w, b, 1, 1, config=cfg).float()
     torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2, msg=lambda m: _report(out, ref))
 
 
 def test_non_contiguous_input():
     x, w, b = _inputs((2, 16, 24, 33, 3, 1, 1), torch.float32)
     xt = x.transpose(1, 2).contiguous().transpose(1, 2)        # same values, channels-last strides
-    torch.testing.assert_close(kernel.conv1d(xt, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1),
+    torch.testing.assert_close(kernel.triton_conv1d(xt, w, b, 1, 1), conv1d_reference(x, w, b, 1, 1),
                                atol=1e-4, rtol=1e-4)
 
 
@@ -101,11 +101,11 @@ def test_fit_config_shrinks_tiles_to_the_problem():
 def test_rejects_unknown_path_and_inapplicable_paths():
     x, w, b = _inputs(SHAPES[0], torch.float32)
     with pytest.raises(ValueError):
-        kernel.conv1d(x, w, b, path="tma")
+        kernel.triton_conv1d(x, w, b, path="tma")
     x, w, b = _inputs((1, 17, 33, 50, 1, 2, 0), torch.float32)
     for path in ("cl", "fused"):     # stride 2
         with pytest.raises(ValueError):
-            kernel.conv1d(x, w, b, 2, 0, path=path)
+            kernel.triton_conv1d(x, w, b, 2, 0, path=path)
 
 
 CL_CONFIGS = [
@@ -125,7 +125,7 @@ CL_CONFIGS = [
 def test_channels_last_path_matches_reference(shape, dtype, atol, rtol):
     x, w, b = _inputs(shape, dtype)
     stride, padding = shape[5], shape[6]
-    out = kernel.conv1d(x, w, b, stride, padding, path="cl")
+    out = kernel.triton_conv1d(x, w, b, stride, padding, path="cl")
     ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
     torch.testing.assert_close(out.float(), ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
 
@@ -137,7 +137,7 @@ def test_channels_last_tile_configs(cfg, dtype):
     persistent flattened loops (3 programs over 8 tiles), short sequences."""
     x, w, b = _inputs((4, 32, 32, 72, 3, 1, 1), dtype)
     ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 1)
-    out = kernel.conv1d(x, w, b, 1, 1, config={"path": "cl", **cfg}).float()
+    out = kernel.triton_conv1d(x, w, b, 1, 1, config={"path": "cl", **cfg}).float()
     torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2, msg=lambda m: _report(out, ref))
 
 
@@ -150,7 +150,7 @@ def test_channels_last_flat_tiles(shape, dtype, atol, rtol):
     neighbour's edge. L_out != L_in (no padding) falls back to per-example tiles."""
     x, w, b = _inputs(shape, dtype)
     stride, padding = shape[5], shape[6]
-    out = kernel.conv1d(x, w, b, stride, padding, config={"path": "cl", "FLAT": 1}).float()
+    out = kernel.triton_conv1d(x, w, b, stride, padding, config={"path": "cl", "FLAT": 1}).float()
     ref = conv1d_reference(x.float(), w.float(), b.float(), stride, padding)
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol, msg=lambda m: _report(out, ref))
     assert tma.n_tiles(shape[0], {"C_OUT": shape[2], "L_OUT": shape[3]}, {"BLOCK_CO": 32, "CO_SUB": 4,
@@ -164,7 +164,7 @@ def test_channels_last_pinned_config_falls_back_where_tma_cannot_apply(dtype):
     those rows (the interpreter asserts; the H200 computed garbage), so the weights come by pointer loads."""
     x, w, b = _inputs((8, 32, 5, 62, 4, 1, 4), dtype)
     cfg = {"path": "cl", "BLOCK_L": 128, "BLOCK_CO": 128, "CO_SUB": 1, "W_TMA": 1, "PERSIST": 1, "TMA_STORE": 1}
-    out = kernel.conv1d(x, w, b, 1, 4, config=cfg).float()
+    out = kernel.triton_conv1d(x, w, b, 1, 4, config=cfg).float()
     ref = conv1d_reference(x.float(), w.float(), b.float(), 1, 4)
     torch.testing.assert_close(out, ref, atol=1e-2, rtol=1e-2, msg=lambda m: _report(out, ref))
 
@@ -203,9 +203,9 @@ def test_tma_boxes_must_start_16_byte_aligned_in_the_inner_dimension():
 def test_rejects_mismatched_dtypes_and_shapes():
     x, w, b = _inputs(SHAPES[0], torch.float32)
     with pytest.raises(TypeError):
-        kernel.conv1d(x, w.half(), b)
+        kernel.triton_conv1d(x, w.half(), b)
     with pytest.raises(ValueError):
-        kernel.conv1d(x, w[:, :3], b)
+        kernel.triton_conv1d(x, w[:, :3], b)
 
 
 def test_weight_pack_layouts_are_cached_apart():
@@ -306,7 +306,7 @@ def test_launch_plan_key_and_recorded_tail(monkeypatch):
     the kernel's signature."""
     import inspect
 
-    from case_studies.common.launch import kernel_arg_values
+    from case_studies.common.launch import LaunchCache, kernel_arg_values
 
     x, w, b = _inputs(SHAPES[0], torch.float16)
     assert kernel.plan_key(x, w, b, 1, 1, None, None, True, False, "auto") is None    # CPU: no plan
@@ -334,7 +334,7 @@ def test_launch_plan_key_and_recorded_tail(monkeypatch):
     class Compiled:                                         # what Triton returns on a GPU
         packed_metadata = (4, 1, 0)
 
-    cache = kernel.LaunchCache(jit, n_tensors=4)
+    cache = LaunchCache(jit, n_tensors=4)
     plan = cache.record(key, Compiled(), (9,), named, {"L_OUT": 123})
     assert plan.grid == (9, 1, 1) and plan.tail == tuple(kernel_arg_values(jit, named)[4:])
     assert plan.tail[-2] is False and plan.tail[-1] is None   # PROBES' and w_desc's defaults (w_desc last:
