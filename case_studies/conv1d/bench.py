@@ -13,6 +13,7 @@ from case_studies.common.contenders import compiled, eager
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.conv1d.reference import conv1d_as_conv2d, conv1d_exact, conv1d_reference, out_length
+from workbench.tolerances import case_study_tolerances
 
 
 def _shape(name: str, B: int = 2048, K: int = 3, padding: int | None = None, C_in: int = 96,
@@ -58,7 +59,7 @@ PAPER_SPEEDUPS = [
     {"shape": "production", "dtype": "float32", "versus": "conv2d_eager", "low": 1.30, "high": 1.30},
 ]
 
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-2, 1e-2)}  # fp32: TF32
+TOLERANCES = case_study_tolerances(tf32=True)   # fp32: TF32 in the kernel and in cuDNN alike
 
 # Device correctness checks (`case_studies.common.checks.float_checks`): small odd shapes, every dtype, the
 # shipped path and the gather kernel, against fp32 with TF32 off (`conv1d_exact`).

@@ -11,6 +11,7 @@ from case_studies.common.contenders import kernel, pytorch_contenders
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.optimized_fm.reference import optimized_fm_reference
+from workbench.tolerances import case_study_tolerances
 
 
 def _shape(n: int, k: int, b: int = 1024, d: int = 224) -> dict[str, Any]:
@@ -50,7 +51,7 @@ PAPER_SPEEDUPS = [
     {"shape": "n128_k64", "dtype": "float16", "versus": "eager", "low": 1.0, "high": 1.0},   # "about 1x"
 ]
 
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-4, 1e-4)}
+TOLERANCES = case_study_tolerances()
 
 # Device correctness checks (`case_studies.common.checks.float_checks`): odd shapes below the tiles and a
 # large N, the fixed tiles, against PyTorch in the same dtype.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from case_studies.optimized_fm.reference import OptimizedFMReference
+from workbench.tolerances import case_study_tolerances
 
 # The case-study kernel imports its own package's helpers (the harness's static policy allows these).
 ALLOWED_IMPORTS = ["case_studies"]
@@ -30,7 +31,7 @@ SHAPES = {
 CPU_SHAPES = ["odd"]
 # (atol, rtol) on outputs of order 1: fp16 one rounding of the D x K intermediate and of the output;
 # bf16 has 8 mantissa bits, so 16x the fp16 error.
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 2e-2), "float32": (1e-4, 1e-4)}
+TOLERANCES = case_study_tolerances()
 
 
 class Model(OptimizedFMReference):

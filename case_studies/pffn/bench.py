@@ -13,6 +13,7 @@ from case_studies.common.contenders import kernel, pytorch_contenders
 from case_studies.common.metrics import dtype_bytes
 from case_studies.common.runner import CaseStudyBench
 from case_studies.pffn.reference import pffn_reference
+from workbench.tolerances import case_study_tolerances
 
 
 def _shape(b: int, d: int, n: int = 16, k: int = 256) -> dict[str, Any]:
@@ -55,7 +56,7 @@ PAPER_SPEEDUPS = [
     {"shape": "b4096_d256", "dtype": "float16", "versus": "eager", "low": 1.2, "high": 1.4},
 ]
 
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 2e-2), "float32": (1e-4, 1e-4)}
+TOLERANCES = case_study_tolerances()
 
 # Device correctness checks (`case_studies.common.checks.float_checks`): odd sizes below the tiles and a
 # wide D, the fixed tiles, against PyTorch in the same dtype.
