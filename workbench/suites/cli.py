@@ -52,7 +52,29 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     at.add_argument("--max-samples", type=int, default=None, help="first N samples of each op (default all)")
     _common(at)
     at.set_defaults(func=_main)
+    rep = sub.add_parser("report", help="write a run's report files again from its store (nothing runs)")
+    rep.add_argument("run", help="the run (id under --run-dir, or its directory)")
+    rep.add_argument("--run-dir", default="runs/suites", help="where suite runs live (default runs/suites)")
+    rep.add_argument("--json", action="store_true", help="print report.json on stdout")
+    rep.set_defaults(func=_report)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _report(args: argparse.Namespace) -> int:
+    from workbench.suites import SuiteError
+    from workbench.suites.report import summary_table, write_report
+    from workbench.suites.runner import STORE_NAME, resolve_run
+    from workbench.suites.store import SuiteStore
+
+    try:
+        path = resolve_run(args.run_dir, args.run)
+    except SuiteError as exc:
+        print(f"workbench suite: error: {exc}", file=sys.stderr)
+        return 2
+    with SuiteStore(path / STORE_NAME) as store:
+        report, _ = write_report(path, store)
+    print(json.dumps(report, indent=1, default=str) if args.json else summary_table(report))
+    return 0
 
 
 def _main(args: argparse.Namespace) -> int:

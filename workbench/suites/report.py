@@ -22,7 +22,12 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
     """The report of the run in `path` from its store (works on a stopped run: unfinished rows count as
     not correct, and `complete` is false)."""
     records = []
-    for row in store.problems():
+    rows = store.problems()
+    starts = [r.started_at for r in rows if r.started_at]
+    ends = [r.finished_at for r in rows if r.finished_at]
+    # a run written before its sessions' wall time was kept: first start to last finish
+    span = (max(ends) - min(starts)) if starts and ends else None
+    for row in rows:
         rec = dict(row.record) if row.record else {
             "problem_id": row.problem_id, "level": row.level, "name": row.name, "spec_path": row.spec_path,
             "verdict": "not_run", "correct": False, "fitness": 0.0, "speedup": 0.0,
@@ -44,8 +49,25 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         "p_values": list(P_VALUES),
         "excessive_speedup_threshold": EXCESSIVE_SPEEDUP,
         "levels": by_level(records),
+        "throughput": throughput(records, store.meta("wall_s") or span),
         "problems": records,
     }
+
+
+def throughput(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any]:
+    """Candidates evaluated per hour of the run's wall time, and the harness's own times per candidate."""
+    import statistics
+
+    evals = sum(int(r.get("evaluations") or 0) for r in records)
+    per = [r.get("timings_s") or {} for r in records if r.get("timings_s")]
+
+    def median(key: str) -> float | None:
+        xs = [float(t[key]) for t in per if isinstance(t.get(key), (int, float))]
+        return statistics.median(xs) if xs else None
+
+    return {"evaluations": evals, "wall_s": wall_s,
+            "candidates_per_hour": evals / wall_s * 3600 if wall_s else None,
+            "median_eval_wall_s": median("client_wall"), "median_harness_overhead_s": median("harness_overhead")}
 
 
 def _csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -82,6 +104,7 @@ def summary_table(report: dict[str, Any]) -> str:
 def markdown(report: dict[str, Any]) -> str:
     cfg = report.get("config") or {}
     prov = report.get("provenance") or {}
+    tp = report.get("throughput") or {}
     lines = [f"# Suite run `{report['run_id']}` ({report.get('suite')})", "",
              f"- device {cfg.get('device')} ({prov.get('gpu') or prov.get('cpu')}), torch {prov.get('torch')}, "
              f"triton {prov.get('triton')}, commit {prov.get('commit')}, {prov.get('date')}",
@@ -89,6 +112,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"max_elems {cfg.get('max_elems') or 'published sizes'}, workers {cfg.get('workers')} "
              f"({cfg.get('evaluator')})",
              f"- problems: {report['counts']}" + ("" if report["complete"] else " (INCOMPLETE: resume the run)"),
+             f"- throughput: {tp['evaluations']} evaluations in {_fmt(tp['wall_s'], '.0f')} s = "
+             f"{_fmt(tp['candidates_per_hour'], '.0f')} candidates/hour; median evaluation "
+             f"{_fmt(tp['median_eval_wall_s'], '.2f')} s, harness overhead "
+             f"{_fmt(tp['median_harness_overhead_s'], '.2f')} s",
              "", "fast_p = correct and speedup > p, over all problems of the level (KernelBench's definition).", "",
              "```", summary_table(report), "```", ""]
     flagged = report["levels"]["all"]["excessive_speedup"]

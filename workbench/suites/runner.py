@@ -300,10 +300,13 @@ def run_suite(cfg: SuiteConfig, problems: list[Problem] | None = None, *, run_di
                                        spec_path=p.spec_path) for i, p in enumerate(problems)])
     cfg.validate()
     runner = SuiteRunner(cfg, path, store, progress=progress)
+    t0 = time.time()
     try:
         runner.run()
     finally:
         runner.close()
+        # wall time of every session of this run, added up: the denominator of candidates per hour
+        store.set_meta("wall_s", float(store.meta("wall_s", 0.0)) + time.time() - t0)
     store.set_meta("provenance", collect())
     report, files = write_report(path, store)
     store.close()
