@@ -64,6 +64,7 @@ def tree_explorer(run: Any) -> Any:
     picker = w.Select(options=options, rows=min(18, max(6, len(options))), layout=w.Layout(width="46%"))
     picker.add_class(_MONO_CLASS)
     header = w.HTML()
+    header.add_class("wb-node-header")
     panes = {name: w.HTML() for name in ("code", "diff vs parent", "diagnosis", "prompt", "response")}
     tabs = w.Tab(children=list(panes.values()))
     for i, name in enumerate(panes):
