@@ -10,7 +10,9 @@ that crashes at import, `@triton.jit` on a method. The repairs, in the order the
 2. move a `@triton.jit` off a method: a kernel method becomes a module-level function (`self.k[grid]`
    launches become `k[grid]`); on `forward`/`__init__` (host code) the decorator is dropped;
 3. remove `if __name__ == "__main__":` blocks and top-level example usage (calls, asserts, loops,
-   assignments of call results that no function or class reads);
+   assignments of call results that no function or class reads), and the reference's input builders
+   (`get_inputs`, `get_init_inputs`) copied into the candidate when nothing else calls them: the
+   harness takes the inputs from the spec, and their `torch.randn` breaks the policy;
 4. add the standard imports the code uses but never binds (torch, torch.nn as nn, torch.nn.functional
    as F, triton, triton.language as tl, math).
 
@@ -36,6 +38,7 @@ STANDARD_IMPORTS: dict[str, str] = {
 }
 _IMPORT_ORDER = ("math", "torch", "nn", "F", "triton", "tl")
 _HOST_METHODS = frozenset({"forward", "__init__", "__call__"})
+_SPEC_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs"})
 _JIT_NAMES = frozenset({"jit", "autotune", "heuristics"})
 
 
@@ -185,6 +188,8 @@ def _usage_reason(node: ast.stmt, read: set[str], dropped: set[str]) -> str | No
     """Why a top-level statement is example usage, or None when it must stay."""
     if _is_main_guard(node):
         return 'the `if __name__ == "__main__":` block'
+    if isinstance(node, ast.FunctionDef) and node.name in _SPEC_FUNCTIONS and node.name not in read:
+        return f"the reference's {node.name}() copied into the candidate"
     if isinstance(node, ast.Expr):
         if isinstance(node.value, ast.Constant):
             return None  # a docstring or a bare string

@@ -1,0 +1,96 @@
+"""SEARCH/REPLACE edits against a parent (workbench.llm.edits) and the reply pipeline that uses them
+(workbench.search.operators.llm_step.finish_reply)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.llm.edits import Edit, apply_edits, parse_edits
+from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError, finish_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+REPLIES = Path(__file__).parent / "fixtures" / "replies"
+SPEC = (ROOT / "examples/vector_add/spec.py").read_text()
+PARENT = (ROOT / "examples/vector_add/candidate.py").read_text()
+
+
+def _block(search: str, replace: str) -> str:
+    return f"<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n"
+
+
+def test_parse_several_blocks_and_count_an_unclosed_one() -> None:
+    text = "Two changes:\n" + _block("a = 1\n", "a = 2\n") + "and\n" + _block("b\n", "") + "<<<<<<< SEARCH\nc\n"
+    edits, unclosed = parse_edits(text)
+    assert edits == [Edit("a = 1\n", "a = 2\n"), Edit("b\n", "")] and unclosed == 1
+
+
+def test_exact_edit_applies_once() -> None:
+    out = apply_edits(PARENT, [Edit("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 1024\n")])
+    assert out.source == PARENT.replace("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 1024\n")
+    assert (out.applied, out.total, out.notes) == (1, 1, ())
+
+
+def test_trailing_whitespace_and_shifted_indentation_still_name_one_place() -> None:
+    search = "mask = offs < n   \na = tl.load(a_ptr + offs, mask=mask)\n"  # dedented and with trailing blanks
+    replace = "mask = offs < n\na = tl.load(a_ptr + offs, mask=mask, other=0.0)\n"
+    out = apply_edits(PARENT, [Edit(search, replace)])
+    assert "    a = tl.load(a_ptr + offs, mask=mask, other=0.0)\n" in out.source
+    assert out.notes == ("edit 1: matched with the indentation shifted",)
+
+
+def test_an_edit_that_does_not_apply_is_a_diagnosis_and_nothing_is_applied() -> None:
+    ok = Edit("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 128\n")
+    missing = Edit("    return a * b\n", "    return a\n")
+    out = apply_edits(PARENT, [ok, missing])
+    assert out.source is None and out.applied == 1
+    assert out.diagnosis == "edit 2 of 2: SEARCH text not found in the parent (SEARCH starts `return a * b`)"
+    twice = apply_edits(PARENT, [Edit("mask=mask", "mask=mask, other=0")])
+    assert twice.source is None and "occurs 3 times" in twice.diagnosis
+    assert apply_edits(PARENT, []).diagnosis == "no complete SEARCH/REPLACE block in the reply"
+    noop = apply_edits(PARENT, [Edit("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 64\n")])
+    assert noop.source is None and "unchanged" in noop.diagnosis
+
+
+def _cfg(**kw) -> LLMStepConfig:
+    return LLMStepConfig(**kw)
+
+
+def test_finish_reply_applies_edits_then_checks() -> None:
+    reply = "Bigger blocks:\n" + _block("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 512\n")
+    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True)
+    assert fin.form == "edits" and not fin.rejected and fin.error_class is None
+    assert "BLOCK_SIZE = 512" in fin.source and fin.notes[0] == "applied 1 edit(s) to the parent"
+
+
+def test_finish_reply_whole_module_instead_of_edits_is_accepted() -> None:
+    module = PARENT.replace("BLOCK_SIZE = 64", "BLOCK_SIZE = 256")
+    fin = finish_reply(f"```python\n{module}```\n", spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
+                       edit_prompt=True)  # fmt: skip
+    assert fin.form == "module" and fin.source.strip() == module.strip() and not fin.rejected
+
+
+def test_finish_reply_unapplied_edit_and_identical_module() -> None:
+    bad = finish_reply(_block("nothing like this\n", "x\n"), spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
+                       edit_prompt=True)  # fmt: skip
+    assert bad.source is None and bad.error_class == "edit_not_applied"
+    same = finish_reply(f"```python\n# reformatted\n{PARENT}```", spec_source=SPEC, parent_source=PARENT,
+                        cfg=_cfg(), edit_prompt=True)  # fmt: skip
+    assert same.rejected and "precheck:identical_to_parent" in same.diagnosis
+
+
+def test_real_smollm2_reply_echoing_the_edit_template_is_no_code() -> None:
+    reply = (REPLIES / "smollm2_vector_add_edit_template_echo.txt").read_text()
+    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True)
+    assert fin.source is None and fin.error_class in ("edit_not_applied", "parse_error")
+
+
+def test_step_config_rejects_bad_options_with_one_line() -> None:
+    with pytest.raises(LLMStepError, match="best_of"):
+        LLMStepConfig(best_of=0)
+    with pytest.raises(LLMStepError, match="temperatures"):
+        LLMStepConfig(temperatures=[3.0])
+    with pytest.raises(LLMStepError, match="unknown llm_step option"):
+        LLMStepConfig.from_dict({"beam": 3})
+    assert [LLMStepConfig(temperatures=[0.2, 0.8]).temperature(i) for i in range(3)] == [0.2, 0.8, 0.2]
