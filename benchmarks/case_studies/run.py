@@ -75,8 +75,10 @@ def select(benchmark: dict[str, Any], shapes: list[str], modes: list[str], with_
             sweep["modes"] = [m for m in sweep["modes"] if m in modes]
         if not with_compile:
             left = [c for c in sweep["contenders"] if "compile" not in c]
-            # a sweep that was there for torch.compile (max_autotune) has nothing of ours left to measure
-            sweep["contenders"] = left if left == sweep["contenders"] or any(_ours(c) for c in left) else []
+            # a sweep that was there for torch.compile (max_autotune, compiled_*) goes unless it still has
+            # ours and a PyTorch contender to measure it against
+            whole = left == sweep["contenders"] or (any(map(_ours, left)) and not all(map(_ours, left)))
+            sweep["contenders"] = left if whole else []
         if sweep["shapes"] and sweep["modes"] and sweep["contenders"]:
             kept.append(sweep)
     decl["sweeps"] = kept

@@ -41,6 +41,9 @@ def test_select_keeps_the_named_sweeps_shapes_modes_and_compile_only_when_asked(
     assert run.select(CONV1D, ["max_autotune"], [], with_compile=True)["sweeps"][0]["contenders"] == [
         "eager", "conv2d_compile_max_autotune"]
     assert CONV1D["sweeps"][0]["contenders"][-1] == "triton"     # the declaration itself is untouched
+    from case_studies.mbdt.bench import BENCHMARK as MBDT  # compiled_* sweeps: only ours would be left
+
+    assert [s["name"] for s in run.select(MBDT, [], [], with_compile=False)["sweeps"]] == ["paper_range", "beyond"]
 
 
 def test_versus_recorded_pairs_the_same_cell_and_keeps_the_faster_recorded_median():
