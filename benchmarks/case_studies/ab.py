@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
-    sys.path.insert(0, os.environ.get("AB_CODE_ROOT") or str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    if os.environ.get("AB_CODE_ROOT"):   # --base's child: the case studies of that revision, this driver
+        sys.path.insert(0, os.environ["AB_CODE_ROOT"])
 
 from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402  (before anything imports triton)
 
