@@ -154,14 +154,28 @@ def _serve_one(job: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "diagnosis": f"the preparing process died ({_describe(status)}) before reporting"}
 
 
+def _warm_up() -> None:
+    """Import and initialize once what every child needs: torch, fake tensors (the sizing) and the lowering
+    (torch.export), so a child spends its time limit on the problem, not on imports (seconds each)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    import workbench.spec  # noqa: F401
+    import workbench.suites.sizing  # noqa: F401
+
+    with FakeTensorMode():
+        torch.nn.Linear(4, 4)(torch.randn(2, 4)).sum()
+    try:
+        import workbench.lowering  # noqa: F401
+    except ImportError:  # lowering is optional for a suite (--seed none)
+        pass
+
+
 def main() -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of specs and libraries go to stderr, never into the answers
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    import torch  # noqa: F401 - imported once here, inherited by every forked child
-
-    import workbench.spec  # noqa: F401
-    import workbench.suites.sizing  # noqa: F401
+    _warm_up()
 
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
