@@ -6,6 +6,7 @@ same file at another git revision (fla's `run.py --op NAME --base main`).
 
 The YAML file (the configs that one-off scripts used to write inline):
 
+    case: pffn                        # optional: must match --case
     shapes: [b256_d256, {name: mine, N: 16, B: 128, D: 256, K: 256}]   # BENCHMARK shape names, or dicts
     dtypes: [float16]                 # float cases; exact cases ignore it
     modes: [graph]                    # plain and/or graph
@@ -195,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = get_case(args.case)
         plan = load_plan(args.configs)
+        if plan.get("case", args.case) != args.case:
+            raise ValueError(f"{args.configs} is for case {plan['case']!r}, not {args.case!r}")
     except (KeyError, ValueError, OSError) as e:
         print(f"ab.py: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2

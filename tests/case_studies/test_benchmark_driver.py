@@ -114,3 +114,14 @@ def test_dispatch_vs_eager_reports_the_worst_cell_against_the_098_rule():
     assert got["worst"] == "b graph" and got["min"] == pytest.approx(10 / 10.5) and not got["holds"]
     assert run.dispatch_vs_eager([row("a", "eager", 20.0), row("a", "dispatch", 5.0)])["holds"]
     assert not run.dispatch_vs_eager([])["holds"]
+
+
+def test_every_committed_ab_config_file_loads_and_names_known_shapes():
+    from pathlib import Path
+
+    files = sorted((Path(ab.__file__).parent / "configs").glob("*.yaml"))
+    assert files
+    for f in files:
+        plan = ab.load_plan(f)
+        assert plan["case"] in CASES and ab.resolve_shapes(get_case(plan["case"]), plan), f.name
+    assert ab.main(["--case", "mapid", "--configs", str(files[0]), "--out", "unused", "--smoke"]) == 2
