@@ -28,8 +28,8 @@ def _common(device: str, max_elems: int | None, compile_baseline: bool | None) -
 
 def run_kernelbench(root: str | Path | None = None, *, levels: Sequence[int] | str | None = None,
                     problems: str | None = None, seed: str = "lower", seed_dir: str | Path | None = None,
-                    llm: str = "none", llm_options: dict[str, Any] | None = None, budget: int = 0,
-                    device: str = "auto", workers: int = 1, evaluator: str = "local",
+                    llm: str = "none", llm_options: dict[str, Any] | None = None, llm_max_new_tokens: int = 2048,
+                    budget: int = 0, device: str = "auto", workers: int = 1, evaluator: str = "local",
                     run_dir: str | Path = "runs/suites", resume: str | None = None, max_elems: int | None = None,
                     timeout_s: float = 300.0, prepare_timeout_s: float = 120.0, trials: int = 3,
                     compile_baseline: bool | None = None, progress: bool = True,
@@ -47,7 +47,8 @@ def run_kernelbench(root: str | Path | None = None, *, levels: Sequence[int] | s
     dev, max_elems, compile_bl = _common(device, max_elems, compile_baseline)
     cfg = SuiteConfig(suite="kernelbench", root=str(root), levels=parse_levels(levels), problems=problems, seed=seed,
                       seed_dir=str(seed_dir) if seed_dir else None, llm=llm, llm_options=dict(llm_options or {}),
-                      budget=budget, device=dev, workers=workers, evaluator=evaluator, max_elems=max_elems,
+                      llm_max_new_tokens=llm_max_new_tokens, budget=budget, device=dev, workers=workers,
+                      evaluator=evaluator, max_elems=max_elems,
                       timeout_s=timeout_s, prepare_timeout_s=prepare_timeout_s, trials=trials,
                       compile_baseline=compile_bl)
     cfg.validate()
@@ -57,7 +58,8 @@ def run_kernelbench(root: str | Path | None = None, *, levels: Sequence[int] | s
 
 def run_aten(*, ops: Sequence[str] | str | None = None, dtypes: Sequence[str] | str = ("float32",),
              seed: str = "lower", seed_dir: str | Path | None = None, llm: str = "none",
-             llm_options: dict[str, Any] | None = None, budget: int = 0, device: str = "auto", workers: int = 1,
+             llm_options: dict[str, Any] | None = None, llm_max_new_tokens: int = 2048, budget: int = 0,
+             device: str = "auto", workers: int = 1,
              evaluator: str = "local", run_dir: str | Path = "runs/suites", resume: str | None = None,
              max_samples: int | None = None, timeout_s: float = 300.0, prepare_timeout_s: float = 120.0,
              trials: int = 3, compile_baseline: bool | None = None, progress: bool = True,
@@ -76,7 +78,8 @@ def run_aten(*, ops: Sequence[str] | str | None = None, dtypes: Sequence[str] | 
     dtype_list = [d for d in dtypes.split(",") if d] if isinstance(dtypes, str) else list(dtypes)
     cfg = SuiteConfig(suite="aten", ops=op_list, dtypes=dtype_list, seed=seed,
                       seed_dir=str(seed_dir) if seed_dir else None, llm=llm, llm_options=dict(llm_options or {}),
-                      budget=budget, device=dev, workers=workers, evaluator=evaluator, max_elems=None,
+                      llm_max_new_tokens=llm_max_new_tokens, budget=budget, device=dev, workers=workers,
+                      evaluator=evaluator, max_elems=None,
                       timeout_s=timeout_s, prepare_timeout_s=prepare_timeout_s, trials=trials,
                       compile_baseline=compile_bl)
     cfg.validate()

@@ -16,6 +16,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "--seed none or when lowering gives nothing")
     p.add_argument("--llm", default="none", help="the search's operator model: none (offline tuner) | openai | "
                                                  "transformers")
+    p.add_argument("--max-new-tokens", type=int, default=2048, help="LLM reply length limit")
     p.add_argument("--budget", type=int, default=0, help="search nodes per problem after the seed (0: the seed only)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--workers", type=int, default=1, help="problems (and evaluations) in parallel")
@@ -80,7 +81,8 @@ def _report(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from workbench.suites import SuiteError, run_aten, run_kernelbench
 
-    common = dict(seed=args.seed, seed_dir=args.seed_dir, llm=args.llm, budget=args.budget, device=args.device,
+    common = dict(seed=args.seed, seed_dir=args.seed_dir, llm=args.llm, llm_max_new_tokens=args.max_new_tokens,
+                  budget=args.budget, device=args.device,
                   workers=args.workers, evaluator=args.evaluator, run_dir=args.run_dir, resume=args.resume,
                   timeout_s=args.timeout, prepare_timeout_s=args.prepare_timeout, trials=args.trials,
                   compile_baseline=False if args.no_compile else None, progress=not args.no_progress,

@@ -27,6 +27,7 @@ class SuiteConfig:
     seed_dir: str | None = None                 # candidates named after the problems (<name>.py)
     llm: str = "none"
     llm_options: dict[str, Any] = field(default_factory=dict)
+    llm_max_new_tokens: int = 2048              # per reply: prompt + reply must fit the model's context
     budget: int = 0                             # search nodes after the seed; 0: evaluate the seed only
     device: str = "cpu"                         # resolved: cpu | cuda
     workers: int = 1

@@ -211,7 +211,8 @@ class SuiteRunner:
 
         try:
             run = optimize(row.spec_path, seeds=[str(seed_path)] if seed_path else [], llm=self.cfg.llm,
-                           llm_options=self.cfg.llm_options, budget=self.cfg.budget, workers=self.cfg.workers,
+                           llm_options=self.cfg.llm_options, llm_max_new_tokens=self.cfg.llm_max_new_tokens,
+                           budget=self.cfg.budget, workers=self.cfg.workers,
                            device=self.cfg.device, evaluator=self.evaluator, overrides=overrides,
                            run_dir=self.path / "search", trials=self.cfg.trials, timeout_s=self.cfg.timeout_s,
                            progress=False)
