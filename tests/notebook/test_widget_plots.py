@@ -121,3 +121,38 @@ def test_sweep_explorer_bad_input_is_one_line(tmp_path):
         SweepExplorer(tmp_path / "x.csv")
     with pytest.raises(ValueError, match="ours='nope' is not a contender"):
         SweepExplorer(SWEEPS / "pffn" / "bench.csv", ours="nope")
+
+
+def test_sweep_explorer_starts_in_a_mode_where_ours_has_a_time():
+    ex = SweepExplorer(SWEEPS / "event_truncate" / "bench.csv", ours="triton_exact")
+    assert ex.mode.value == "plain" and set(ex.mode.options) == {"plain", "graph"}
+    ex.mode.value = "graph"   # ours skipped there: the table says why instead of a time
+    t = ex.cell().set_index("contender")
+    assert t.loc["triton_exact", "status"] == "skipped" and "synchronizes" in t.loc["triton_exact", "note"]
+    assert "skipped" in ex.table.value
+
+
+def test_search_explorer_header_formats_numbers_and_leaves_out_absent_fields():
+    from types import SimpleNamespace
+
+    from workbench.search.widgets import node_header, node_label
+
+    n = SimpleNamespace(id="3377739466d7", seq=5, operator="offline", parents=["e837f3dad33a"], island=None,
+                        status="passed", fitness=0.019531, runtime_us=8252.019500105234, prompt_tokens=0,
+                        completion_tokens=0)
+    h = node_header(n)
+    assert "runtime 8,252.0 us" in h and "fitness <b>0.01953</b>" in h
+    assert "island" not in h and "None" not in h and "tokens" not in h
+    n.island, n.prompt_tokens, n.completion_tokens, n.runtime_us = 2, 1200, 350, None
+    h = node_header(n)
+    assert "island 2" in h and "runtime -" in h and "tokens 1,200 prompt + 350 completion" in h
+    assert node_label(n, 7, 6) == "  5 3377739466d7 offline passed fitness 0.01953"
+
+
+def test_diagnosis_of_an_interpreter_speedup_keeps_its_digits():
+    from workbench.result import EvalResult, Status
+    from workbench.search.diagnosis import diagnose
+
+    text = diagnose(EvalResult(status=Status.PASSED, correct=True, speedup=0.000312, runtime_us=8252.0,
+                               baseline_runtime_us=2.57))
+    assert "speedup 0.000312x" in text and "0.000x" not in text

@@ -156,8 +156,9 @@ class SweepExplorer:
                 log.exception("sweep explorer redraw failed")
                 self.params.value = f"<b style='color:#cf222e'>redraw failed: {html.escape(str(exc))}</b>"
 
-    def _set(self, dropdown: Any, options: list[str]) -> None:
-        keep = dropdown.value if dropdown.value in options else (options[0] if options else None)
+    def _set(self, dropdown: Any, options: list[str], prefer: list[str] | None = None) -> None:
+        first = next(iter(prefer or []), options[0] if options else None)
+        keep = dropdown.value if dropdown.value in options else first
         self._updating = True  # one redraw for the whole change, not one per dropdown
         try:
             dropdown.options = options
@@ -172,7 +173,9 @@ class SweepExplorer:
 
     def _dtype_changed(self) -> None:
         sel = self.df[(self.df["shape"] == self.shape.value) & (self.df["dtype"] == self.dtype.value)]
-        self._set(self.mode, list(dict.fromkeys(sel["mode"])))
+        timed = sel[(sel["contender"] == self.ours.value) & (sel["status"] == "ok")]
+        # a mode where our kernel has a time comes first (Event Truncate's exact kernel has no graph mode)
+        self._set(self.mode, list(dict.fromkeys(sel["mode"])), prefer=list(dict.fromkeys(timed["mode"])))
         self.refresh()
 
     def cell(self) -> pd.DataFrame:

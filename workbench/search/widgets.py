@@ -24,8 +24,8 @@ def _diff_html(diff: str) -> str:
     return "<pre style='font-size:11px; max-height:420px; overflow:auto'>" + "\n".join(lines) + "</pre>"
 
 
-def node_label(n: Any) -> str:
-    return f"{n.seq:>3} {n.id} {n.operator:<17} {n.status:<17} fitness {n.fitness:.4g}"
+def node_label(n: Any, op_width: int = 17, status_width: int = 17) -> str:
+    return f"{n.seq:>3} {n.id} {n.operator:<{op_width}} {n.status:<{status_width}} fitness {n.fitness:.4g}"
 
 
 def _us(v: float | None) -> str:
@@ -58,8 +58,10 @@ def tree_explorer(run: Any) -> Any:
 
     nodes = list(run.tree)
     best = run.best
+    # columns as wide as this tree needs: fixed widths pushed the fitness out of the list's view
+    widths = (max((len(n.operator) for n in nodes), default=1), max((len(n.status) for n in nodes), default=1))
     options = [
-        (("* " if best is not None and n.id == best.id else "  ") + node_label(n), n.id) for n in nodes
+        (("* " if best is not None and n.id == best.id else "  ") + node_label(n, *widths), n.id) for n in nodes
     ]
     picker = w.Select(options=options, rows=min(18, max(6, len(options))), layout=w.Layout(width="46%"))
     picker.add_class(_MONO_CLASS)
