@@ -24,6 +24,7 @@ from tests.browser.lab import ROOT, Browser, Lab, browser_tools, wait_for
 CHROMIUM, CHROMEDRIVER = browser_tools()
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,  # 60-80 s a notebook on the shared 2-core machine
     pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs chromium and chromedriver (apt-get install "
                        "chromium chromium-driver)"),
 ]

@@ -156,3 +156,31 @@ def test_diagnosis_of_an_interpreter_speedup_keeps_its_digits():
     text = diagnose(EvalResult(status=Status.PASSED, correct=True, speedup=0.000312, runtime_us=8252.0,
                                baseline_runtime_us=2.57))
     assert "speedup 0.000312x" in text and "0.000x" not in text
+
+
+def test_paper_chart_puts_one_label_per_row_on_the_y_axis():
+    import pandas as pd
+
+    from workbench.notebook.charts import paper_speedup_figure
+
+    paper = pd.DataFrame([{"shape": "production", "dtype": d, "mode": m, "versus": "eager", "paper_low": 2.3,
+                           "paper_high": 2.3, "ours": 2.6 if d == "float16" else None}
+                          for d in ("float16", "float32") for m in ("plain", "graph")])
+    ax = paper_speedup_figure(paper).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["production float16 plain vs eager",
+                                                            "production float16 graph vs eager"]
+    empty = paper_speedup_figure(paper.assign(ours=None)).axes[0]
+    assert not empty.axison and "no recorded cell" in empty.texts[0].get_text()
+
+
+def test_exact_chart_labels_speedups_plainly():
+    import pandas as pd
+
+    from workbench.notebook.charts import exact_speedup_figure
+
+    table = pd.DataFrame({"shape": ["a", "b"], "mode": ["graph", "graph"], "x_eager": [2.5, 60.0],
+                          "x_best": [2.0, 2.2]})
+    fig = exact_speedup_figure(table, [{"low": 2.3, "high": 9.25}], "MTIA v2i")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert "10x" in labels and not any("10^" in t or "times" in t for t in labels)
