@@ -45,8 +45,28 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     raw = json.loads(path.read_text())
     dirty = [i for i, c in enumerate(raw["cells"]) if c["cell_type"] == "code"
              and (c.get("outputs") or c.get("execution_count") is not None or "execution" in c.get("metadata", {}))]
-    assert not dirty, f"{path.name}: cells {dirty} carry outputs or execution counts; strip them before committing"
+    assert not dirty, (f"{path.name}: cells {dirty} carry outputs or execution counts; strip them before committing: "
+                       f"python -m workbench.notebook.strip {path.relative_to(ROOT)}")
     assert "widgets" not in raw.get("metadata", {}), f"{path.name}: stored widget state in the notebook metadata"
+
+
+def test_strip_removes_what_a_run_adds(tmp_path: Path) -> None:
+    from workbench.notebook.strip import main
+
+    nb = json.loads(NOTEBOOKS[0].read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    cell.update(execution_count=3, outputs=[{"output_type": "stream", "name": "stdout", "text": "hi"}])
+    cell["metadata"]["execution"] = {"iopub.status.busy": "2026-12-01T09:02:26Z"}
+    nb["metadata"]["widgets"] = {WIDGET_STATE: {"state": {}}}
+    path = tmp_path / "run.ipynb"
+    path.write_text(json.dumps(nb))
+    assert main([str(path)]) == 0
+    clean = json.loads(path.read_text())
+    assert clean["cells"][nb["cells"].index(cell)]["outputs"] == [] and "widgets" not in clean["metadata"]
+    assert "execution" not in clean["cells"][nb["cells"].index(cell)]["metadata"]
+    assert [c["source"] for c in clean["cells"]] == [c["source"] for c in nb["cells"]]
+    (tmp_path / "bad.ipynb").write_text("{")
+    assert main([str(tmp_path / "bad.ipynb")]) == 2
 
 
 def _widget_models(nb: Any) -> dict[str, Any]:
