@@ -16,14 +16,16 @@ import pytest
 from profiling.probes import parse_regions_line
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted(
-    p
-    for p in [ROOT / "profiling" / "kernels.py", *ROOT.glob("case_studies/*/kernel.py")]
-    if "PROBES" in p.read_text()
-)
 _ENTER = re.compile(r'(?:enter_scope|pl\.scope)\(\s*"([^"]+)"')
 _EXIT = re.compile(r'exit_scope\(\s*"([^"]+)"')
 _FLAG = re.compile(r"PROBES\s*:\s*tl\.constexpr")
+# every module that compiles probes (a `PROBES: tl.constexpr` switch), whatever its name: a case study's
+# JIT code need not sit in its kernel.py (conv1d's is in gather_jit.py and tma.py)
+FILES = sorted(
+    p
+    for p in [ROOT / "profiling" / "kernels.py", *ROOT.glob("case_studies/*/*.py")]
+    if _FLAG.search(p.read_text())
+)
 
 
 def _docstring_declarations(src: str) -> set[str]:
