@@ -28,6 +28,13 @@ from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402
 ensure_interpreter_if_no_gpu()
 
 CASES = ["conv1d", "event_truncate", "mapid", "mbdt", "optimized_fm", "pffn"]
+# Sandbox escapes: with the static policy off, what counts is that they leave no trace (they may then
+# compute honestly and pass); with it on, they must be rejected like every cheat.
+ESCAPES = {"dir_fd_write", "proc_snoop", "daemon_fork_exec", "collect_env_shell", "fake_site_packages", "cffi_libc",
+           "renices_reference", "forges_other_pipes", "poisons_input_cache", "cuda_ipc"}
+TRACES = ["/tmp/wb_hostile_dirfd.txt", "/tmp/wb_hostile_symlink", "/tmp/wb_hostile_link", "/tmp/wb_hostile_daemon",
+          "/tmp/wb_hostile_collect_env", "/tmp/wb_hostile_fake_site", "/tmp/wb_hostile_cffi",
+          "/tmp/wb_exploit_marker.txt"]
 OWN = ("compile_and_first_call", "correctness", "timing", "baseline_timing")
 
 
@@ -51,6 +58,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "results" / "harness" / "hostile_gpu"))
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--repeat", type=int, default=3, help="evaluations of each honest candidate (overhead)")
+    ap.add_argument("--no-policy", default="all",
+                    help="comma-separated exploit names to run with the static policy off too (default: all)")
+    ap.add_argument("--skip", default="hangs", help="comma-separated exploit names not to run (default: hangs)")
     args = ap.parse_args()
     from workbench.harness import Harness
     from workbench.provenance import collect
@@ -72,26 +82,42 @@ def main() -> int:
             res = h.evaluate(d / "spec.py", d / "kernel.py", trials=2, timeout_s=600)
             rows.append(_row("case_study", case, res, True, "passed"))
             print(f"case {case:14s}: {res.summary()}", flush=True)
+        skip = set(args.skip.split(",")) if args.skip else set()
+        no_policy = None if args.no_policy == "all" else set(args.no_policy.split(","))
         for folder in ("exploits", "hostile"):
             for p in sorted((ROOT / "tests" / "harness" / folder).glob("*.py")):
+                if p.stem in skip:
+                    continue
                 for policy in (False, True):
+                    if not policy and no_policy is not None and p.stem not in no_policy:
+                        continue
                     timeout = 30 if p.stem == "hangs" else 180
-                    res = h.evaluate(spec, p, trials=3, timeout_s=timeout, policy=policy)
+                    # the small named shapes: the timed shape is then `default` (N 4099), not 16M elements
+                    res = h.evaluate(spec, p, trials=3, timeout_s=timeout, policy=policy,
+                                     shapes=["default", "small_odd"])
                     rows.append(_row(folder, p.stem, res, policy, _expect(p)))
                     print(f"{folder} {p.stem:24s} policy={policy!s:5s}: {res.summary()[:150]}", flush=True)
     honest = [r for r in rows if r["kind"] in ("example", "case_study")]
-    cheats = [r for r in rows if r["kind"] in ("exploits", "hostile") and r["expect"] != "passed"]
+    cheats = [r for r in rows if r["kind"] in ("exploits", "hostile") and r["expect"] != "passed"
+              and not (r["name"] in ESCAPES and not r["policy"])]
     false_pos = [r["name"] for r in honest if r["status"] != "passed"]
     false_neg = [f"{r['name']} (policy={r['policy']})" for r in cheats if r["fitness"] > 0]
     overhead = [r["overhead_s"] for r in rows if r["kind"] == "example" and r.get("rep", 0) > 0]
-    summary = {"false_positives": false_pos, "false_negatives": false_neg,
+    import os
+    import subprocess
+
+    traces = [t for t in TRACES if os.path.lexists(t)]
+    leftover = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout.splitlines()
+    leftover = [line for line in leftover if line.split() and 61000 <= int(line.split()[0]) < 61512]
+    summary = {"false_positives": false_pos, "false_negatives": false_neg, "traces_left": traces,
+               "candidate_uid_processes_left": leftover,
                "overhead_median_s": statistics.median(overhead) if overhead else None,
                "overhead_max_s": max(overhead) if overhead else None,
                "wall_s": time.perf_counter() - t0, "n_rows": len(rows)}
     (out / "hostile_gpu.json").write_text(json.dumps({"provenance": collect(), "summary": summary, "rows": rows},
                                                      indent=1, default=str))
     print(json.dumps(summary, indent=1))
-    return 0 if not false_pos and not false_neg else 1
+    return 0 if not (false_pos or false_neg or traces or leftover) else 1
 
 
 if __name__ == "__main__":

@@ -103,3 +103,8 @@ def test_missing_isolation_is_said(monkeypatch) -> None:
     assert res.passed, res.summary()
     assert res.isolation["enforced"] is False
     assert any("not isolated" in m for m in res.isolation["missing"])
+
+
+def test_sandbox_tmp_is_writable_by_the_candidate(harness: Harness) -> None:
+    res = harness.evaluate(SPEC, HERE / "specs" / "tmpdir_candidate.py", trials=1, policy=False)
+    assert res.passed, res.error

@@ -168,6 +168,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
             sandbox, stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
     isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
     if iso is not None:
+        for p in (sandbox / "tmp", sandbox / "stdout.txt", sandbox / "stderr.txt"):
+            os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
         _sandbox.set_limits()
         _sandbox.drop_privileges(iso, job["uid"])
     chan.send({"isolated": iso.to_dict() if iso is not None else None})
@@ -281,11 +283,11 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
                     for i in which:
                         torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
 
-                rec = _rounds.serve(chan, lambda inp, m=model: m(*inp), load, save, lambda: _sync(device),
-                                    OpRecorder)
+                recs = _rounds.serve(chan, lambda inp, m=model: m(*inp), load, save, lambda: _sync(device),
+                                     OpRecorder)
                 msg["timings_s"]["timing"] = time.perf_counter() - t2
                 guard.check_patches()
-                if rec is not None:
+                for rec in recs:
                     check_ops(rec)
         msg["aten_ops"] = sorted(all_ops)
         finish("passed")
@@ -349,7 +351,7 @@ class _Reference:
 
     def timed_sets(self, seeds: list[int]) -> list[list[Any]]:
         _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
-        return [_plan.build_inputs(self.spec, s, "cpu") for s in seeds]
+        return [_plan.build_inputs(self.spec, s, "cpu", self.icache) for s in seeds]
 
     def baseline(self, chan: Channel) -> None:
         model = self.model(self.timed)

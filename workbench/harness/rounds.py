@@ -6,17 +6,21 @@ One round, for the candidate and the reference alike:
    to the child before this round), and sends `stage`; the child loads them (on the GPU: copies them to
    the device) and answers `staged`, then blocks reading its command pipe;
 2. the server reads its clock and sends `go`; the child runs the R repetitions back to back (one set
-   each, all under the op recorder), synchronizes the device and answers `done`; the server reads its
-   clock again. For the candidate, the server then checks from /proc that the child is already blocked
-   reading its next command: a `done` sent before the work ended is a forgery (`reported_done_early`);
+   each), synchronizes the device and answers `done`; the server reads its clock again. For the
+   candidate, the server then checks from /proc that the child is already blocked reading its next
+   command: a `done` sent before the work ended is a forgery (`reported_done_early`);
 3. the server picks, after `done`, which repetitions' outputs are judged, and the child saves those.
 
-The first round (one repetition) sizes R so a round lasts `target_s` (within the memory bound of the
-staged sets); the median over the remaining rounds of (round time / R) is the runtime. The trusted
-clock includes each call's launch cost and one pipe round trip per round (amortized over R): the
-reference pays the same, so the ratio stays honest. There is no L2 flush inside a round (under a
-trusted clock it would dominate small kernels): each repetition reads its own staged buffers, so
-inputs larger than L2 run cold and small ones warm, for both contenders alike.
+Two sizing rounds (the first with one repetition, the second with the R it suggests) size R so that a
+round lasts `target_s`, within the memory bound of the staged sets; the runtime is the median over the
+timed rounds of (round time - null round) / R. The null round is the protocol's own cost (two pipe
+wake-ups and a device synchronize with zero repetitions), measured in the trusted reference process
+and subtracted for both contenders, so a candidate cannot inflate it. The op recorder (a dispatch
+mode, whose per-op cost would bias the time) runs in the first sizing round and in one timed round
+drawn at random, whose time is left out of the median; the candidate is not told which.
+There is no L2 flush inside a round (under a trusted clock it would dominate small kernels): each
+repetition reads its own staged buffers, so inputs larger than L2 run cold and small ones warm, for
+both contenders alike.
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ class RoundPlan:
     def for_device(cls, device: str, set_bytes: int, stage_budget_bytes: int) -> RoundPlan:
         r_max = max(1, min(1000, stage_budget_bytes // max(1, set_bytes)))
         if device == "cuda":
-            return cls(rounds=7, target_s=0.01, r_max=r_max)
+            return cls(rounds=6, target_s=0.02, r_max=r_max)
         return cls(rounds=3, target_s=0.05, r_max=min(r_max, 20))
 
 
@@ -61,26 +65,46 @@ def summarize(per_rep_s: list[float], reps: int) -> dict[str, float]:
             "reps": reps, "rounds": len(us)}
 
 
-def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, int], dict[str, Any]],
-          idle_check: Callable[[], bool | None] | None = None, judge: bool = True,
-          rng: random.Random | None = None) -> tuple[dict[str, float], list[tuple[int, int]], list[str]]:
-    """Run the sizing round and `plan.rounds` timed rounds against `link`.
+SIZING_ROUNDS = 2
 
-    `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first). Returns the
-    timing summary, the (round, repetition) pairs whose outputs the child saved, and protocol
-    violations seen (`reported_done_early`).
+
+def null_round(link: Link, deadline: float, n: int = 5) -> float:
+    """The protocol's own cost, in seconds: the fastest of `n` rounds of zero repetitions."""
+    best = float("inf")
+    for _ in range(n):
+        link.send({"stage": -1, "file": None, "seeds": []})
+        link.recv(deadline, expect="staged")
+        t0 = time.perf_counter()
+        link.send({"go": -1, "record": False})
+        link.recv(deadline, expect="done")
+        best = min(best, time.perf_counter() - t0)
+        link.send({"save": -1, "which": []})
+        link.recv(deadline, expect="saved")
+    return best
+
+
+def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, int], dict[str, Any]],
+          null_s: float = 0.0, idle_check: Callable[[], bool | None] | None = None, judge: bool = True,
+          record: bool = True, rng: random.Random | None = None,
+          ) -> tuple[dict[str, float], list[tuple[int, int]], list[str]]:
+    """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
+
+    `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first); `null_s` is
+    subtracted from every round. Returns the timing summary, the (round, repetition) pairs whose outputs
+    the child saved, and protocol violations seen (`reported_done_early`).
     """
     rng = rng or random.SystemRandom()
+    recorded = {0, SIZING_ROUNDS + rng.randrange(plan.rounds + 1)} if record else set()
     per_rep: list[float] = []
     saved: list[tuple[int, int]] = []
     violations: list[str] = []
     reps_total = 0
     r = 1
-    for k in range(plan.rounds + 1):
+    for k in range(SIZING_ROUNDS + plan.rounds + (1 if record else 0)):
         link.send(stage(k, r))
         link.recv(deadline, expect="staged")
         t0 = time.perf_counter()
-        link.send({"go": k})
+        link.send({"go": k, "record": k in recorded})
         msg = link.recv(deadline, expect="done")
         t1 = time.perf_counter()
         if "failure" in msg:
@@ -89,13 +113,14 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
             raise ProtocolError(f"done for round {msg['done']} during round {k}")
         if idle_check is not None and idle_check() is False and "reported_done_early" not in violations:
             violations.append("reported_done_early")
-        dt = (t1 - t0) / r
-        if k == 0:
-            r = int(min(plan.r_max, max(1, math.ceil(plan.target_s / max(dt, 1e-9)))))
-        else:
+        dt = max(t1 - t0 - null_s, 1e-9) / r
+        if k < SIZING_ROUNDS:
+            r = int(min(plan.r_max, max(1, math.ceil(plan.target_s / dt))))
+        elif k not in recorded:
             per_rep.append(dt)
             reps_total += r
-        which = sorted(rng.sample(range(r if k else 1), min(JUDGED_PER_ROUND, r if k else 1))) if judge else []
+        n = r if k >= SIZING_ROUNDS else 1
+        which = sorted(rng.sample(range(n), min(JUDGED_PER_ROUND, n))) if judge else []
         link.send({"save": k, "which": which})
         done = link.recv(deadline, expect="saved")
         if "failure" in done:
@@ -119,27 +144,31 @@ RoundFailure = _Failure
 def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
           save: Callable[[int, list[int], list[Any]], None], sync: Callable[[], None],
           recorder_factory: Callable[[], Any]) -> Any:
-    """The child's side of the rounds, until the server sends `end`. Returns the last round's recorder."""
+    """The child's side of the rounds, until the server sends `end`. Returns the recorders of recorded rounds."""
+    import contextlib
+
     import torch
 
-    rec = None
+    recs: list[Any] = []
     while True:
         msg = chan.recv()
         if "end" in msg:
-            return rec
+            return recs
         k = msg["stage"]
-        sets = load(msg)
+        sets = load(msg) if k >= 0 else []
         sync()
         chan.send({"staged": k})
         go = chan.recv()
         if go.get("go") != k:
             raise ProtocolError(f"expected go {k}")
         outs: list[Any] = [None] * len(sets)
-        rec = recorder_factory()
+        rec = recorder_factory() if go.get("record") else contextlib.nullcontext()
         with torch.no_grad(), rec:
             for i, inputs in enumerate(sets):
                 outs[i] = call(inputs)
             sync()
+        if go.get("record"):
+            recs.append(rec)
         chan.send({"done": k})
         order = chan.recv()
         save(k, list(order.get("which", [])), outs)

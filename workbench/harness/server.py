@@ -65,6 +65,7 @@ class Server:
     def __init__(self, device: str) -> None:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
+        self.null_s: dict[str, float] = {}  # the protocol's own cost per round, measured in the reference
         self.secret = secrets.randbits(40)  # input seeds: never sent to a candidate
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
@@ -301,6 +302,7 @@ class Server:
         if timed is not None:
             if job.get("cache_baseline", True) and key in self.baselines:
                 res["baseline"] = self.baselines[key]
+                null_s = self.null_s[key]
             else:
                 t1 = time.perf_counter()
                 ref.send({"baseline": True})
@@ -308,14 +310,18 @@ class Server:
                 if "failure" in ready:
                     return self._done(res, "bad_spec", "the spec's Model failed: " + ready["reference_error"], t0)
                 try:
+                    null_s = _rounds.null_round(ref, deadline_ref)
                     stats, _, _ = _rounds.drive(ref, plan, deadline_ref,
-                                                lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)}, judge=False)
+                                                lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)},
+                                                null_s=null_s, judge=False, record=False)
                 except _rounds.RoundFailure as e:
                     return self._done(res, "bad_spec", "the spec's Model failed: "
                                       + e.msg.get("reference_error", ""), t0)
                 res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
                 self.baselines[key] = stats
+                self.null_s[key] = null_s
                 res["baseline"] = stats
+            res["timings_s"]["null_round"] = null_s
         # 4. the candidate
         deadline = time.monotonic() + timeout
         cand_job = {"device": self.device, "sandbox": str(sandbox), "stage": str(stage),
@@ -343,7 +349,7 @@ class Server:
                         return {"stage": k, "file": made["file"]}
 
                     t2 = time.perf_counter()
-                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_round,
+                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_round, null_s=null_s,
                                                          idle_check=lambda: self._idle(cand.watch_pid))
                     res["timings_s"]["timing"] = time.perf_counter() - t2
                     res["timing"] = stats
