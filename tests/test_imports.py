@@ -218,3 +218,17 @@ def test_one_public_conv1d_and_a_spec_import_pulls_in_no_triton():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                        env={"PATH": "/usr/bin:/bin", "TRITON_INTERPRET": "1"})
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("case", sorted(CASE_FACES))
+def test_case_study_kernels_import_triton_and_torch_only_never_the_workbench(case):
+    """DESIGN.md: a case-study kernel (the candidate file the harness and the search load) imports Triton,
+    PyTorch and its own package's helpers; the workbench is the caller, never a dependency of it."""
+    graph = _graph(PACKAGES)
+    seen, todo = set(), [f"case_studies.{case}.kernel"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += sorted(graph.get(m, ()))
+    assert not sorted(m for m in seen if m.startswith(("workbench", "retrieval", "profiling"))), sorted(seen)
