@@ -9,6 +9,7 @@ and a cycle through it is one refactor away from an ImportError.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=None)   # parsed once per test session: the tests only read it
 def _graph(tops: tuple[str, ...]) -> dict[str, set[str]]:
     src = _sources(tops)
     known = set(src)
