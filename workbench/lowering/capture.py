@@ -81,7 +81,26 @@ def fake_model_and_inputs(module: Any) -> tuple[torch.nn.Module, tuple, Any]:
     with mode:
         torch.manual_seed(0)
         init = list(module.get_init_inputs())
+        try:
+            model = module.Model(*init)
+        except RuntimeError as exc:
+            if "Couldn't swap" not in str(exc):
+                raise
+            model = None
+    if model is None:
+        # `.to(dtype)` inside __init__ cannot swap fake parameters: build the parameters for real
+        # (they are small next to the inputs) and hand fake copies to the trace.
+        torch.manual_seed(0)
         model = module.Model(*init)
+        for sub in model.modules():
+            for name, p in list(sub._parameters.items()):
+                if p is not None:
+                    fake = mode.from_tensor(p.detach(), static_shapes=True)
+                    sub._parameters[name] = torch.nn.Parameter(fake, p.requires_grad)
+            for name, b in list(sub._buffers.items()):
+                if b is not None:
+                    sub._buffers[name] = mode.from_tensor(b, static_shapes=True)
+    with mode:
         inputs = tuple(module.get_inputs())
     return model, inputs, mode
 
@@ -105,10 +124,14 @@ def capture(module: Any) -> Captured:
     """Export `module.Model` on fake inputs; raise CaptureError with one line on failure."""
     import inspect
 
-    try:
-        model, inputs, _mode = fake_model_and_inputs(module)
-    except Exception as exc:  # the spec's own code failed under fake tensors
-        raise CaptureError(f"capture failed: building the model or its inputs: {_one_line(exc)}") from None
+    def build() -> tuple[torch.nn.Module, tuple]:
+        try:
+            model, inputs, _mode = fake_model_and_inputs(module)
+        except Exception as exc:  # the spec's own code failed under fake tensors
+            raise CaptureError(f"capture failed: building the model or its inputs: {_one_line(exc)}") from None
+        return model, inputs
+
+    model, inputs = build()
     try:
         params = list(inspect.signature(module.Model.forward).parameters)[1:]
     except (TypeError, ValueError):
@@ -118,6 +141,8 @@ def capture(module: Any) -> Captured:
     ep = None
     dynamic = True
     for dynamic in (True, False):
+        if not dynamic:
+            model, inputs = build()  # a fresh fake mode: the failed dynamic trace leaves guards behind
         dyn = None
         if dynamic:
             dyn = tuple({d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None

@@ -85,6 +85,9 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
         woff = ["cog[None, :] * sw0", "ci[:, None] * sw1"]
     woff += [f"k{d}[:, None] * sw{2 + d}" for d in sp]
     inner.append(f"wt = tl.load(w_ptr + {' + '.join(woff)}, mask=rmask[:, None] & cmask[None, :], other=0.0)")
+    if dtype(x) == torch.bfloat16:
+        inner += ["if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
+                  "    xt = xt.to(tl.float32)", "    wt = wt.to(tl.float32)"]
     inner.append(f"acc += tl.dot(xt, wt{prec})")
     L += ["    " + ln for ln in inner]
     has_bias = isinstance(b, fx.Node)
@@ -99,7 +102,8 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
               ["P", "PSP", "R", "CIN_G", "COUT_G", "COUT"] + [f"I{d}" for d in sp] + [f"O{d}" for d in sp] +
               [f"K{d}" for d in sp] + [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
               [f"in{q}_s{d}" for q in range(len(body.inputs)) for d in range(S + 2)] +
-              ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr"])
+              ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr"] +
+              (["DOT_F32: tl.constexpr"] if dtype(x) == torch.bfloat16 else []))
     kind = "transposed " if transposed else ""
     doc = (f'    """{kind}conv{S}d, stride {stride}, padding {padding}, dilation {dilation}, groups {groups}; '
            f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
@@ -129,5 +133,6 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
                                             "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     launch.append(f"{name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
-                  "CONV_BLOCK_R=CONV_BLOCK_R, num_warps=CONV_NUM_WARPS)")
+                  f"CONV_BLOCK_R=CONV_BLOCK_R, num_warps=CONV_NUM_WARPS"
+                  f"{', DOT_F32=_DOT_F32' if dtype(x) == torch.bfloat16 else ''})")
     return src, launch, body.helpers

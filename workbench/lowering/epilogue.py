@@ -14,7 +14,7 @@ import torch
 import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
-from workbench.lowering.graph import dtype, is_sym_node, is_tensor_node, packet
+from workbench.lowering.graph import dtype, is_sym_node, is_tensor_node, packet, val
 from workbench.lowering.partition import Group
 
 
@@ -62,6 +62,12 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
     """Lines computing every pointwise member of `group` on a tile indexed by `idx`."""
     body = Body()
     vals: dict[fx.Node, pw.Val] = dict(anchor_vals or {})
+    for a_node, a_val in list(vals.items()):
+        narrow = isinstance(val(a_node), torch.Tensor) and dtype(a_node) in (torch.float16, torch.bfloat16)
+        if group.nodes and narrow and a_val.dtype == torch.float32:
+            # the anchor's result as eager stores it, before the epilogue reads it
+            body.lines.append(f"{a_val.expr}_r = {pw.narrow(a_val.expr, dtype(a_node), body.helpers)}.to(tl.float32)")
+            vals[a_node] = pw.Val(f"{a_val.expr}_r", torch.float32)
     members = set(group.members)
     rank = len(idx)
 
@@ -106,6 +112,10 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
             raise Unsupported(f"unsupported: {op_name(node)} ({exc})") from None
         var = f"v{i}"
         c = pw.compute_dtype(out_dt)
+        if out_dt in (torch.float16, torch.bfloat16):
+            # eager stores every intermediate in the narrow dtype: round like it, so a fused chain
+            # matches op by op (round(a * 3) in bf16 differs by 1 otherwise)
+            expr = f"{pw.narrow(expr, out_dt, body.helpers)}.to(tl.float32)"
         body.lines.append(f"{var} = {expr}")
         vals[node] = pw.Val(var, c)
     for node in materialize:
@@ -120,7 +130,8 @@ def store_lines(body: Body, offset: str, mask: str) -> list[str]:
     for j, node in enumerate(body.outputs):
         v = vals[node]
         target = dtype(node)
-        expr = v.expr if v.dtype == target else f"{v.expr}.to({pw.TL_DTYPE[target]})"
+        expr = v.expr if v.dtype == target else (pw.narrow(v.expr, target, body.helpers) if v.dtype == torch.float32
+                                                 else f"{v.expr}.to({pw.TL_DTYPE[target]})")
         lines.append(f"tl.store(out{j}_ptr + {offset}, {expr}, mask={mask})")
     return lines
 

@@ -92,11 +92,12 @@ def build_init(source: str, model_name: str = "Model") -> InitCode:
     model = top.get(model_name)
     if not isinstance(model, ast.ClassDef):
         raise InitError(f"init: no class {model_name} in the spec source")
-    methods = _methods_reached(model)
-    if not methods:
-        raise InitError(f"init: {model_name} defines no __init__")
+    methods = _methods_reached(model)  # empty: Model inherits nn.Module.__init__, and so does ModelNew
+    if any(not (isinstance(b, ast.Attribute) and b.attr == "Module" or isinstance(b, ast.Name) and b.id == "Module")
+           for b in model.bases):
+        raise InitError(f"init: {model_name} derives from {ast.unparse(model.bases[0])}, not nn.Module")
     needed: list[ast.stmt] = []
-    pending = set().union(*(_free_names(m) for m in methods))
+    pending = set().union(*(_free_names(m) for m in methods)) if methods else set()
     done: set[str] = set()
     while pending:
         name = pending.pop()

@@ -30,6 +30,14 @@ class LoweringResult:
 
 def lower_spec(spec_path: str | Path, overrides: dict | None = None) -> LoweringResult:
     """Lower a KernelBench-format spec to a Triton candidate; never raises on a bad spec."""
+    try:
+        return _lower(spec_path, overrides)
+    except Exception as exc:  # a lowering bug: one line naming it, never a traceback into the caller
+        log.debug("lowering %s failed", spec_path, exc_info=True)
+        return LoweringResult(None, f"lowering error: {type(exc).__name__}: {exc}".splitlines()[0][:300])
+
+
+def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
     from workbench.spec import SpecError
 
     try:
@@ -83,6 +91,7 @@ def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
         f'ATen ops captured: {", ".join(em.ops)}',
         '"""',
         "import math  # noqa: F401 - the spec's __init__ may use it",
+        "import os  # noqa: F401 - reads TRITON_INTERPRET only",
         "",
         "import torch",
         "import torch.nn as nn",
@@ -92,6 +101,9 @@ def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
         "TUNABLES = {" + ", ".join(f'"{k}": {v[0]!r}' for k, v in tunables.items()) + "}",
     ]
     out += [f"{k} = {v[1]!r}" for k, v in tunables.items()]
+    if any("DOT_F32" in k for k in em.kernel_src):
+        out += ["# Triton's interpreter (TRITON_INTERPRET=1, CPU) gets bf16 tl.dot wrong: bf16 tiles go to fp32 there",
+                '_DOT_F32 = os.environ.get("TRITON_INTERPRET", "0") == "1"']
     out += ["", ""]
     for h in helper_sources(em.helpers):
         out += [h.rstrip(), "", ""]
@@ -101,6 +113,8 @@ def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
     for p in init.preamble:
         out += [p, "", ""]
     out.append("class ModelNew(nn.Module):")
+    if not init.methods:
+        out += ["    # Model defines no __init__: nn.Module's, which owns no parameters", ""]
     for m in init.methods:
         text = m.replace("def __init__(", "def __init__(", 1)
         out += [textwrap.indent(text, "    "), ""]

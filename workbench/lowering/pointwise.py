@@ -61,6 +61,14 @@ def cast(v: Val, to: torch.dtype) -> str:
     return f"{v.expr}.to({TL_DTYPE[to]})"
 
 
+def narrow(expr: str, dt: torch.dtype, used: set[str]) -> str:
+    """`expr` (fp32) converted to `dt` with round-to-nearest-even, as eager converts."""
+    if dt == torch.bfloat16:
+        used.add("_rbf16")
+        return f"_rbf16({expr}).to(tl.bfloat16)"
+    return f"{expr}.to({TL_DTYPE[dt]})"
+
+
 def _promote(vals: list[Val]) -> torch.dtype:
     dts = [v.dtype for v in vals if v.dtype is not None]
     if not dts:
@@ -75,6 +83,14 @@ def _promote(vals: list[Val]) -> torch.dtype:
 
 # Helper functions emitted into the candidate when used: name -> source.
 HELPERS: dict[str, str] = {
+    "_rbf16": '''@triton.jit
+def _rbf16(x):
+    # fp32 -> bf16 rounding to nearest even, done on the bits: Triton's interpreter truncates in
+    # `.to(tl.bfloat16)` (half of all values one ulp off); after this the cast is exact everywhere
+    b = x.to(tl.uint32, bitcast=True)
+    b = (b + (0x7FFF + ((b >> 16) & 1))) & 0xFFFF0000
+    return b.to(tl.float32, bitcast=True)
+''',
     "_tanh": '''@triton.jit
 def _tanh(x):
     # tanh from exp: t = exp(-2|x|) never overflows; sign restored at the end
@@ -90,7 +106,7 @@ def _pow(x, y):
     y_int = tl.floor(y) == y
     odd = y_int & ((tl.floor(y * 0.5) * 2.0) != y)
     r = tl.where((x < 0) & odd, -mag, mag)
-    r = tl.where((x < 0) & (~y_int), float("nan"), r)
+    r = tl.where((x < 0) & (y_int == 0), float("nan"), r)
     r = tl.where(y == 0, 1.0, r)
     return tl.where((x == 0) & (y > 0), 0.0, r)
 ''',
@@ -123,7 +139,7 @@ def _atan(x):
     # argument reduction to [0, tan(pi/12)] and a degree-7 odd polynomial (Cephes atanf); |err| < 2e-7
     a = tl.abs(x)
     inv = a > 2.414213562373095
-    mid = (a > 0.4142135623730950) & (~inv)
+    mid = (a > 0.4142135623730950) & (inv == 0)
     z = tl.where(inv, -1.0 / tl.where(inv, a, 1.0), tl.where(mid, (a - 1.0) / (a + 1.0), a))
     base = tl.where(inv, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
     z2 = z * z
@@ -202,6 +218,14 @@ def _pow(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> st
             return f"(1.0 / {b})"
         if e == -0.5:
             return f"tl.rsqrt({b})"
+        # a constant exponent: its parity is known here, so the sign rule is decided at lowering time
+        mag = f"tl.exp2({e!r} * tl.log2(tl.abs({b})))"
+        if e == int(e):
+            signed = f"tl.where({b} < 0, -{mag}, {mag})" if int(e) % 2 else mag
+        else:
+            signed = f'tl.where({b} < 0, float("nan"), {mag})'
+        at_zero = "0.0" if e > 0 else 'float("inf")'
+        return f"tl.where({b} == 0, {at_zero}, {signed})" if e != 0 else "1.0"
     if base.dtype is None:
         b0 = float(args[0])
         if b0 <= 0:
@@ -240,7 +264,7 @@ def _cast_op(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str], t
     v = vals[0]
     if target in (torch.float16, torch.bfloat16) and v.dtype != target:
         # round through the narrow dtype, as eager's cast does
-        return f"{cast(v, torch.float32)}.to({TL_DTYPE[target]}).to(tl.float32)"
+        return f"{narrow(cast(v, torch.float32), target, used)}.to(tl.float32)"
     if target.is_floating_point and v.dtype is not None and not v.dtype.is_floating_point:
         return cast(v, c)
     if not target.is_floating_point and target != torch.bool and v.dtype is not None and v.dtype.is_floating_point:
@@ -304,7 +328,7 @@ POINTWISE: dict[str, Handler] = {
     "sub": lambda v, a, c, u: _add(v, a, c, u, "-"),
     "rsub": lambda v, a, c, u: _add([v[1], v[0]], [a[1], a[0], *a[2:]], c, u, "-"),
     "mul": _bin("*"),
-    "div": lambda v, a, c, u: _div(v, a, c, u, None),
+    "div": lambda v, a, c, u: _div(v, a, c, u, a[2] if len(a) > 2 else None),
     "true_divide": lambda v, a, c, u: _div(v, a, c, u, None),
     "neg": _fn("(-{0})"),
     "abs": _fn("tl.abs({0})"),

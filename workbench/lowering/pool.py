@@ -47,6 +47,7 @@ def pool_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
         include_pad = bool(_arg(node, 5, "count_include_pad", True))
         divisor = _arg(node, 6, "divisor_override", None)
     sp = list(range(S))
+    used: set[str] = set()
     L = ["offs = tl.program_id(0).to(tl.int64) * POOL_BLOCK + tl.arange(0, POOL_BLOCK)", "mask = offs < TOTAL"]
     rest = "offs"
     for d in reversed(sp):
@@ -78,7 +79,7 @@ def pool_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
             flat = f"({flat}) * I{d} + i{d}"
         L += [f"{ind}take = ok & ((v > best) | ((v != v) & (best == best)))",
               f"{ind}best = tl.where(take, v, best)", f"{ind}besti = tl.where(take, {flat}, besti)"]
-        L += [f"tl.store(out_ptr + offs, best.to({pw.TL_DTYPE[dtype(x)]}), mask=mask)",
+        L += [f"tl.store(out_ptr + offs, {pw.narrow('best', dtype(x), used)}, mask=mask)",
               "tl.store(idx_ptr + offs, besti, mask=mask)"]
     else:
         L.append(f"{ind}acc += v")
@@ -88,7 +89,7 @@ def pool_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
             div = " * ".join(f"padn{d}" for d in sp)
         else:
             div = " * ".join(f"cnt{d}" for d in sp)
-        L.append(f"tl.store(out_ptr + offs, (acc / ({div})).to({pw.TL_DTYPE[dtype(x)]}), mask=mask)")
+        L.append(f"tl.store(out_ptr + offs, {pw.narrow(f'(acc / ({div}))', dtype(x), used)}, mask=mask)")
     params = ["x_ptr", "out_ptr"] + (["idx_ptr"] if is_max else []) + ["TOTAL", "C"] + \
         [f"I{d}" for d in sp] + [f"O{d}" for d in sp] + [f"sx{d}" for d in range(S + 2)] + ["POOL_BLOCK: tl.constexpr"]
     doc = (f'    """{"max" if is_max else "avg"} pool{S}d, kernel {k}, stride {stride}, padding {padding}, '
@@ -112,7 +113,7 @@ def pool_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
     args = [xv] + outs + ["_n", f"{xv}.shape[1]", "*_I", "*_O", f"*{xv}.stride()"]
     launch.append(f"{name}[(triton.cdiv(_n, POOL_BLOCK),)]({', '.join(args)}, POOL_BLOCK=POOL_BLOCK, "
                   "num_warps=NUM_WARPS)")
-    return src, launch, set()
+    return src, launch, used
 
 
 for _op in ("max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d"):

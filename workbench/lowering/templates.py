@@ -241,7 +241,9 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     stores = []
     anchor_outs = 2 if tuple_out else (1 if anchor in mat else 0)
     if tuple_out:
-        stores += ["tl.store(out0_ptr + rows, rv.to(" + pw.TL_DTYPE[out_node_val.dtype] + "), mask=rmask)",
+        rv_out = pw.narrow("rv", out_node_val.dtype, body.helpers) if acc_dt == torch.float32 and \
+            out_node_val.dtype != torch.float32 else f"rv.to({pw.TL_DTYPE[out_node_val.dtype]})"
+        stores += [f"tl.store(out0_ptr + rows, {rv_out}, mask=rmask)",
                    "tl.store(out1_ptr + rows, ri, mask=rmask)"]
     body.outputs = [n for n in mat if n is not anchor]
     if anchor in mat and not tuple_out:
@@ -319,6 +321,7 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
     body.outputs = ([anchor] if anchor in mat else []) + [n for n in mat if n is not anchor]
     body.values[anchor] = res  # type: ignore[attr-defined]
     acc_tl = pw.TL_DTYPE[res.dtype]
+    bf16 = dtype(a) == torch.bfloat16
     prec = f', input_precision="{precision}"' if dtype(a) == torch.float32 else ""
     lines = ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "pid_b = tl.program_id(2).to(tl.int64)",
              "rm = pid_m * MM_BLOCK_M + tl.arange(0, MM_BLOCK_M)", "rn = pid_n * MM_BLOCK_N + tl.arange(0, MM_BLOCK_N)",
@@ -329,6 +332,8 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
              "for k0 in range(0, K, MM_BLOCK_K):",
              "    a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)",
              "    b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)",
+             *(["    if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
+                "        a = a.to(tl.float32)", "        b = b.to(tl.float32)"] if bf16 else []),
              f"    acc += tl.dot(a, b{prec})",
              "    a_ptrs += MM_BLOCK_K * a_sk",
              "    b_ptrs += MM_BLOCK_K * b_sk",
@@ -339,7 +344,8 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
                     [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))] +
                     ["M", "N", "K", "a_sb", "a_sm", "a_sk", "b_sb", "b_sk", "b_sn"] +
                     [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(r)] +
-                    ["MM_BLOCK_M: tl.constexpr", "MM_BLOCK_N: tl.constexpr", "MM_BLOCK_K: tl.constexpr"])
+                    ["MM_BLOCK_M: tl.constexpr", "MM_BLOCK_N: tl.constexpr", "MM_BLOCK_K: tl.constexpr"] +
+                    (["DOT_F32: tl.constexpr"] if bf16 else []))
     doc = (f'    """{"bmm" if batched else "mm"} with an fp32 accumulator; epilogue: '
            f'{", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
@@ -360,5 +366,5 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
         ["_M", "_N", "_K", "_sa[0]", "_sa[1]", "_sa[2]", "_sb[0]", "_sb[1]", "_sb[2]"] + strd
     launch.append(f"{name}[(triton.cdiv(_M, MM_BLOCK_M), triton.cdiv(_N, MM_BLOCK_N), _B)]({', '.join(args)}, "
                   "MM_BLOCK_M=MM_BLOCK_M, MM_BLOCK_N=MM_BLOCK_N, MM_BLOCK_K=MM_BLOCK_K, num_warps=MM_NUM_WARPS, "
-                  "num_stages=MM_NUM_STAGES)")
+                  f"num_stages=MM_NUM_STAGES{', DOT_F32=_DOT_F32' if bf16 else ''})")
     return src, launch, body.helpers

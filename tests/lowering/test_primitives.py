@@ -1,0 +1,151 @@
+"""Each primitive against PyTorch on odd shapes in every dtype it supports (tolerances: workbench/tolerances.py).
+
+A case is a one-line forward written into a tiny spec; the spec is lowered and `ModelNew` is compared
+with `Model` in-process (tests/lowering/helpers.py). The harness end-to-end path is test_end_to_end.py.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lowering.helpers import check_candidate
+from workbench.lowering import lower_spec
+
+FLOATS = ("float32", "float16", "bfloat16")
+
+SPEC = '''import torch
+import torch.nn as nn
+
+DT = torch.{dt}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, {args}):
+        return {expr}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _case(tmp_path: Path, name: str, dt: str, args: str, expr: str, inputs: str, init: str = "pass") -> None:
+    spec = tmp_path / f"{name}_{dt}.py"
+    spec.write_text(SPEC.format(dt=dt, args=args, expr=expr, inputs=inputs, init="        " + init))
+    res = lower_spec(spec)
+    assert res.source is not None, res.diagnosis
+    check_candidate(spec, res.source, tmp_path)
+
+
+R = "torch.randn({}, dtype=DT)"
+POS = "(torch.rand({}, dtype=DT) + 0.5)"
+INT = "torch.randint(-9, 10, ({},), dtype=DT)"
+
+POINTWISE = {
+    "broadcast_arith": ("a, b", "(a + b) * 2.0 - a / (b.abs() + 1.0)", f"{R.format('5, 1, 7')}, {R.format('3, 7')}"),
+    "activations": ("a", "torch.tanh(a) + torch.sigmoid(a) + nn.functional.gelu(a) + torch.relu(a) "
+                    "+ nn.functional.gelu(a, approximate='tanh') + nn.functional.silu(a) + nn.functional.elu(a)",
+                    R.format("4, 37")),
+    "math": ("a", "torch.sqrt(a) + torch.log(a) + torch.exp(-a) + torch.rsqrt(a) + a ** 1.7 + torch.log1p(a) "
+             "+ torch.expm1(-a) + torch.atan(a) + torch.pow(a, a)", POS.format("3, 5, 9")),
+    "where_clamp_masked": ("a, b", "torch.where(a > b, a, b).clamp(-0.5, 0.7) + a.masked_fill(b < 0, 3.0) "
+                           "+ torch.clamp(b, min=-0.2)", f"{R.format('6, 11')}, {R.format('6, 11')}"),
+    "rounding": ("a", "torch.floor(a * 3) + torch.ceil(a * 3) + torch.round(a * 3) + torch.trunc(a * 3) "
+                 "+ torch.sign(a) + torch.remainder(a * 5, 0.5) + torch.fmod(a * 5, 2.0)", R.format("41")),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(POINTWISE))
+def test_pointwise(tmp_path: Path, case: str, dt: str) -> None:
+    args, expr, inputs = POINTWISE[case]
+    _case(tmp_path, case, dt, args, expr, inputs)
+
+
+@pytest.mark.parametrize("dt", ("int32", "int64"))
+def test_pointwise_integer(tmp_path: Path, dt: str) -> None:
+    _case(tmp_path, "int_ops", dt, "a, b", "(a * b + a - 3) % 7 + torch.maximum(a, b) + (a & b) + (a // 4)",
+          f"{INT.format('5, 3')}, {INT.format('3')}")
+
+
+REDUCTIONS = {
+    "sum_mean": ("x.sum(dim=1) + x.mean(dim=(0, 2), keepdim=True).sum() + x.sum()", "5, 7, 3"),
+    "amax_amin_prod": ("x.amax(dim=-1, keepdim=True) - x.amin(dim=0) + (x * 0.1 + 1.0).prod(dim=2, keepdim=True)",
+                       "4, 6, 9"),
+    "arg": ("torch.stack([x.argmax(dim=1), x.argmin(dim=0, keepdim=True).squeeze(0)[:5]], 0)", "5, 13"),
+    "var_std": ("x.var(dim=1) + x.std(dim=0, unbiased=False).sum() + x.var(dim=1, keepdim=True, correction=0)",
+                "6, 33"),
+    "any_all_max": ("(x > 0.5).any(dim=1).to(x.dtype) + (x > -2.0).all(dim=1).to(x.dtype) + x.max(dim=1)[0]",
+                    "7, 19"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(REDUCTIONS))
+def test_reductions(tmp_path: Path, case: str, dt: str) -> None:
+    expr, shape = REDUCTIONS[case]
+    _case(tmp_path, case, dt, "x", expr, R.format(shape))
+
+
+def test_integer_reductions(tmp_path: Path) -> None:
+    _case(tmp_path, "int_red", "int64", "x", "x.sum(dim=1) + x.amax(dim=1) + x.argmax(dim=1)", INT.format("5, 9"))
+
+
+MATMULS = {
+    "mm": ("a, b", "a @ b", f"{R.format('5, 7')}, {R.format('7, 3')}"),
+    "bmm": ("a, b", "torch.bmm(a, b)", f"{R.format('3, 5, 17')}, {R.format('3, 17, 9')}"),
+    "addmm_linear": ("a, b", "torch.addmm(b[:, 0], a, b.t() * 0.5, beta=0.5, alpha=2.0)",
+                     f"{R.format('6, 11')}, {R.format('5, 11')}"),
+    "baddbmm": ("c, a, b", "torch.baddbmm(c, a, b)", f"{R.format('2, 5, 3')}, {R.format('2, 5, 7')}, "
+                f"{R.format('2, 7, 3')}"),
+    "matmul_4d": ("a, b", "torch.matmul(a, b).relu()", f"{R.format('2, 3, 5, 7')}, {R.format('7, 6')}"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(MATMULS))
+def test_matmul(tmp_path: Path, case: str, dt: str) -> None:
+    args, expr, inputs = MATMULS[case]
+    _case(tmp_path, case, dt, args, expr, inputs)
+
+
+CONVS = {
+    "conv1d": ("nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2)", "2, 4, 19"),
+    "conv2d_groups": ("nn.Conv2d(4, 6, (3, 2), padding=(1, 0), groups=2)", "2, 4, 7, 9"),
+    "conv3d": ("nn.Conv3d(2, 3, 2, stride=(1, 2, 1), bias=False)", "1, 2, 4, 5, 3"),
+    "conv_transpose2d": ("nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)",
+                         "2, 4, 5, 3"),
+    "conv_transpose1d": ("nn.ConvTranspose1d(3, 2, 4, stride=3, dilation=2)", "2, 3, 7"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(CONVS))
+def test_convolution(tmp_path: Path, case: str, dt: str) -> None:
+    mod, shape = CONVS[case]
+    _case(tmp_path, case, dt, "x", "self.m(x)", R.format(shape), init=f"self.m = {mod}.to(DT)")
+
+
+POOLS = {
+    "max2d": ("nn.functional.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)", "2, 3, 9, 7"),
+    "max1d_3d": ("nn.functional.max_pool1d(x.flatten(2), 2).sum(-1) + nn.functional.max_pool3d("
+                 "x.unsqueeze(2).expand(-1, -1, 3, -1, -1), 2, dilation=1).flatten(2).sum(-1)", "2, 3, 9, 7"),
+    "avg": ("nn.functional.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False) + "
+            "nn.functional.avg_pool2d(x, 3, stride=2, padding=1)", "2, 3, 9, 7"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(POOLS))
+def test_pooling(tmp_path: Path, case: str, dt: str) -> None:
+    expr, shape = POOLS[case]
+    _case(tmp_path, case, dt, "x", expr, R.format(shape))
