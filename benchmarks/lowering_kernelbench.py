@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench"))
     ap.add_argument("--levels", default="1,2,3")
     ap.add_argument("--slice", default=":", help="python slice of each level's problems, sorted by number")
+    ap.add_argument("--problems", default="", help="comma-separated problem-name prefixes (e.g. 33_,34_)")
     ap.add_argument("--max-elems", type=int, default=8192)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     a, _, b = args.slice.partition(":")
     sl = slice(int(a) if a else None, int(b) if b else None)
     todo = problems(root, [int(x) for x in args.levels.split(",")], sl)
+    if args.problems:
+        prefixes = tuple(p for p in args.problems.split(",") if p)
+        todo = [t for t in todo if t[1].stem.startswith(prefixes)]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()

@@ -104,6 +104,8 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
         if packet(node) in ("_to_copy", "to", "clone", "alias", "lift_fresh_copy", "convert_element_type"):
             tensor_like = [operand(args[0])]
         out_dt = dtype(node)
+        if packet(node) == "div" and node.target.namespace == "prims" and not out_dt.is_floating_point:
+            args = args[:2] + ["trunc"]  # prims.div truncates integers
         try:
             expr = pw.emit(packet(node), tensor_like, args, out_dt, body.helpers)
         except (NotImplementedError, KeyError, TypeError, ValueError) as exc:

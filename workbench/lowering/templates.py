@@ -197,7 +197,8 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                   "rv = tl.where(has_nan, float(\"nan\"), rv)" if acc_dt.is_floating_point else "rv = rv"]
         result = "ri" if kind in ("argmax", "argmin") else "rv"
     elif kind == "var":
-        corr = anchor.kwargs.get("correction", 1)
+        # aten.var.correction takes it by keyword; prims.var (from the norm decompositions) positionally
+        corr = anchor.kwargs.get("correction", anchor.args[2] if len(anchor.args) > 2 else 1)
         corr = 1 if corr is None else corr
         lines += [f"acc = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"]
         lines += loop + [f"    acc += {ld('0')}"]
