@@ -134,11 +134,17 @@ class SuiteRunner:
                     bar.update(1)
                     bar.set_postfix_str(f"correct={tally['passed']} not={tally['other']} last={row.name[:24]}")
 
+        pool = ThreadPoolExecutor(max_workers=self.cfg.workers, thread_name_prefix="suite")
+        futs = [pool.submit(one, r) for r in todo]
         try:
-            with ThreadPoolExecutor(max_workers=self.cfg.workers, thread_name_prefix="suite") as pool:
-                for fut in [pool.submit(one, r) for r in todo]:
-                    fut.result()
+            for fut in futs:
+                fut.result()
+        except BaseException:  # Ctrl-C: problems not started stay pending (resume runs them), in flight stay running
+            for fut in futs:
+                fut.cancel()
+            raise
         finally:
+            pool.shutdown(wait=False, cancel_futures=True)
             if bar is not None:
                 bar.close()
 
