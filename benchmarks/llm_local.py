@@ -11,8 +11,9 @@ is a paired comparison on the same replies, and the raw evaluations also check t
 candidate the checks reject should never pass in the harness (`rejected_but_passed` counts it).
 
 Arms (`--arms`): `blank` (draft from the spec alone), `lowered` (the lowering's correct kernel as
-parent: SEARCH/REPLACE edits asked for), `lowered_module` (same parent, a whole module asked for),
-and `+kb` variants with the knowledge base and op-keyed code samples in the prompt.
+parent, one region of it to rewrite: tunables, a kernel or forward, rotating over specs and
+proposals), `lowered_sr` (same parent, SEARCH/REPLACE edits asked for), `lowered_module` (same parent,
+a whole module asked for), and `+kb` variants with the knowledge base and op-keyed code samples.
 
     .venv/bin/python benchmarks/llm_local.py --model code05b --arms lowered,blank --deadline-s 2400
 
@@ -76,7 +77,7 @@ def default_specs() -> list[SpecCase]:
     return cases
 
 
-ARMS = ("lowered", "blank", "lowered+kb", "blank+kb", "lowered_module")
+ARMS = ("lowered", "blank", "lowered+kb", "blank+kb", "lowered_sr", "lowered_module")
 
 
 def resolve_model(name: str) -> Path:
@@ -178,20 +179,26 @@ class Bench:
         self.evaluator.close()
 
 
-def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, temperature: float) -> dict:
+def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, temperature: float,
+                 turn: int) -> dict:  # fmt: skip
+    from workbench.llm.edits import editable_regions
     from workbench.search.operators import LLMStepConfig, OperatorContext, UniversalPromptBuilder
     from workbench.search.operators.llm_step import finish_reply
 
     kb = arm.endswith("+kb")
     use_parent = arm.startswith("lowered")
-    edit_prompt = arm in ("lowered", "lowered+kb")
+    edit_prompt = arm in ("lowered", "lowered+kb", "lowered_sr")
+    region = None
+    if arm in ("lowered", "lowered+kb"):
+        regions = editable_regions(parent.source)
+        region = regions[turn % len(regions)] if regions else None
     builder = UniversalPromptBuilder(retriever=bench.retriever() if kb else None, op_samples="auto" if kb else None,
                                      knowledge_tokens=bench.args.knowledge_tokens)  # fmt: skip
     ctx = OperatorContext(spec_path=str(case.path), spec_source=case.path.read_text(), spec_key=case.name,
                           platform="cpu", arch="cpu-interpreter", parents=[parent] if use_parent else [],
                           overrides=dict(case.overrides))  # fmt: skip
     budget = bench.args.n_ctx - bench.args.max_tokens - 48
-    prompt = builder.assemble(ctx, edit_prompt=edit_prompt, budget_tokens=budget)
+    prompt = builder.assemble(ctx, edit_prompt=edit_prompt, budget_tokens=budget, region=region)
     t0 = time.monotonic()
     reply = llm.generate(prompt.messages, max_tokens=bench.args.max_tokens, temperature=temperature)
     seconds = time.monotonic() - t0
@@ -200,10 +207,11 @@ def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, 
         "spec": case.name, "arm": arm, "temperature": temperature, "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens, "seconds": round(seconds, 2),
         "finish_reason": reply.finish_reason, "prompt_info": prompt.info,
+        "region": region.name if region is not None else None,
     }  # fmt: skip
     for label, cfg in (("raw", LLMStepConfig(repairs=False, prechecks=False)), ("repaired", LLMStepConfig())):
         fin = finish_reply(reply.text, spec_source=ctx.spec_source, parent_source=parent_src, cfg=cfg,
-                           edit_prompt=edit_prompt, finish_reason=reply.finish_reason)  # fmt: skip
+                           edit_prompt=edit_prompt, finish_reason=reply.finish_reason, region=region)  # fmt: skip
         out: dict[str, Any] = {"form": fin.form, "error_class": fin.error_class, "diagnosis": fin.diagnosis[:400],
                                "repairs": [n for n in fin.notes if n.startswith("repaired:")]}  # fmt: skip
         if fin.source is not None and not fin.rejected:
@@ -257,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--specs", default="", help="comma-separated spec names (default: all ten)")
     ap.add_argument("--n", type=int, default=1, help="proposals per (spec, arm)")
     ap.add_argument("--temperatures", default="0.2,0.7", help="cycled over the proposals of a (spec, arm)")
-    ap.add_argument("--max-tokens", type=int, default=512)
+    ap.add_argument("--max-tokens", type=int, default=384)
     ap.add_argument("--knowledge-tokens", type=int, default=400)
     ap.add_argument("--n-ctx", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=1)
@@ -294,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.monotonic()
     # arm-major: a deadline cuts the later arms, not the later specs of every arm
     plan = [(c, a, i) for i in range(args.n) for a in arms for c in cases]
+    turns = {c.name: k for k, c in enumerate(cases)}  # rotates the region over specs and proposals
     try:
         with LlamaServer(model, args.out / f".{tag}_server.log", n_ctx=args.n_ctx, n_threads=args.threads) as srv:
             llm = get_provider("openai", base_url=srv.url, api_key=srv.key, timeout_s=1800, max_retries=0)
@@ -313,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                               status=par["status"], fitness=par["fitness"], speedup=par.get("speedup", 0.0),
                               diagnosis=f"status: passed\ncorrect; speedup {par.get('speedup', 0.0):.3f}x")  # fmt: skip
                 with srv.watch():
-                    rec = one_proposal(bench, llm, case, arm, parent, temps[i % len(temps)])
+                    rec = one_proposal(bench, llm, case, arm, parent, temps[i % len(temps)], turns[case.name] + i)
                 with replies_path.open("a") as f:
                     f.write(json.dumps({"spec": case.name, "arm": arm, "temperature": rec["temperature"],
                                         "reply": rec.pop("reply")}) + "\n")  # fmt: skip

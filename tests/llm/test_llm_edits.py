@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from workbench.llm.edits import Edit, apply_edits, parse_edits
+from workbench.llm.edits import Edit, apply_edits, apply_region, editable_regions, parse_edits
+from workbench.llm.precheck import precheck
 from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError, finish_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,3 +96,39 @@ def test_step_config_rejects_bad_options_with_one_line() -> None:
     with pytest.raises(LLMStepError, match="unknown llm_step option"):
         LLMStepConfig.from_dict({"beam": 3})
     assert [LLMStepConfig(temperatures=[0.2, 0.8]).temperature(i) for i in range(3)] == [0.2, 0.8, 0.2]
+
+
+def test_regions_of_a_parent_and_their_replacement() -> None:
+    regions = editable_regions(PARENT)
+    assert [(r.kind, r.name) for r in regions] == [
+        ("tunables", "the tunable constants"),
+        ("kernel", "the kernel add_scaled_kernel"),
+        ("forward", "ModelNew.forward"),
+    ]
+    tun = apply_region(PARENT, regions[0], 'TUNABLES = {"BLOCK_SIZE": [64, 4096]}\nBLOCK_SIZE = 4096\nNUM_WARPS = 4')
+    assert "BLOCK_SIZE = 4096\nNUM_WARPS = 4\n" in tun.source and "BLOCK_SIZE = 64\n" not in tun.source
+    not_consts = apply_region(PARENT, regions[0], "def f():\n    pass")
+    assert not_consts.source is None and "only NAME = value" in not_consts.diagnosis
+
+
+def test_a_kernel_region_keeps_its_decorator_and_a_method_its_indentation() -> None:
+    regions = editable_regions(PARENT)
+    body = regions[1].text.replace("@triton.jit\n", "").replace("mask=mask)\n    b", "mask=mask, other=0.0)\n    b")
+    out = apply_region(PARENT, regions[1], body)
+    assert "@triton.jit\ndef add_scaled_kernel" in out.source and "other=0.0" in out.source
+    wrong = apply_region(PARENT, regions[1], "def other_kernel(x):\n    pass")
+    assert wrong.source is None and "expected one function add_scaled_kernel" in wrong.diagnosis
+    split = "a = a.contiguous()\n        b = b.contiguous()"
+    fwd = regions[2].text.replace("a, b = a.contiguous(), b.contiguous()", split)
+    out = apply_region(PARENT, regions[2], textwrap.dedent(fwd))
+    assert "\n        b = b.contiguous()\n" in out.source and precheck(out.source, spec_source=SPEC) == []
+
+
+def test_finish_reply_region_path_on_a_fenced_part() -> None:
+    region = editable_regions(PARENT)[0]
+    reply = "```python\nTUNABLES = {\"BLOCK_SIZE\": [64, 1024]}\nBLOCK_SIZE = 1024\nNUM_WARPS = 4\n```\nBigger blocks."
+    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True, region=region)
+    assert fin.form == "region" and not fin.rejected and "BLOCK_SIZE = 1024" in fin.source
+    same = finish_reply(f"```python\n{region.text}\n```", spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
+                        edit_prompt=True, region=region)  # fmt: skip
+    assert same.source is None and "the same as the parent's" in same.diagnosis

@@ -12,11 +12,18 @@ Each SEARCH text must occur exactly once in the parent. It is matched exactly fi
 trailing whitespace ignored on every line, then with the indentation shifted uniformly (the model
 dedented a method body); nothing fuzzier, so an edit either means one place or is refused. An edit
 that does not apply is a diagnosis (`edit 2 of 3: SEARCH text not found in the parent`), never a crash.
+
+Region edits are the form a 0.5B model can follow (it ignored the SEARCH/REPLACE format and
+rewrote the module, running out of tokens, in the first measurement): the prompt names one part of
+the parent (its tunables, one kernel, or `forward`) and the reply is the new version of that part
+alone; `apply_region` puts it in place.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 from dataclasses import dataclass
 
 _BLOCK = re.compile(
@@ -135,3 +142,94 @@ def _find_lines(lines: list[str], want: list[str], *, shift: bool) -> list[tuple
         if ok:
             hits.append((start, delta))
     return hits
+
+
+# -- region edits: the model rewrites one named part of the parent ----------------------------------
+@dataclass(frozen=True)
+class Region:
+    """One part of a parent a weak model can rewrite whole: its module-level tunables block, one
+    `@triton.jit` kernel, or `ModelNew.forward`. `text` is the parent's exact lines."""
+
+    name: str
+    kind: str  # "tunables" | "kernel" | "forward"
+    text: str
+
+
+def editable_regions(parent: str) -> list[Region]:
+    """The parent's regions in a fixed order (tunables, kernels, forward); [] when it does not parse."""
+    try:
+        tree = ast.parse(parent)
+    except (SyntaxError, ValueError):
+        return []
+    lines = parent.split("\n")
+    out: list[Region] = []
+    consts = [n for n in tree.body if isinstance(n, ast.Assign) and _upper_targets(n)]
+    if consts:
+        # the first run of consecutive constant assignments (TUNABLES and its NAME = value lines)
+        run = [consts[0]]
+        for node in consts[1:]:
+            if tree.body.index(node) == tree.body.index(run[-1]) + 1:
+                run.append(node)
+            else:
+                break
+        out.append(Region("the tunable constants", "tunables", _segment(lines, run[0], run[-1])))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+            out.append(Region(f"the kernel {node.name}", "kernel", _segment(lines, node, node)))
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    fwd = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None) if cls else None
+    if fwd is not None:
+        out.append(Region("ModelNew.forward", "forward", _segment(lines, fwd, fwd)))
+    return out
+
+
+def apply_region(parent: str, region: Region, code: str) -> EditOutcome:
+    """Replace `region` in `parent` with `code` (the model's new version of it), re-indented to the
+    region's indentation. The code must be the same kind of thing: constants for the tunables, a
+    function of the same name for a kernel or forward."""
+    code = textwrap.dedent(code).strip("\n")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return EditOutcome(None, 0, 1, f"the new {region.name} does not parse: line {exc.lineno}: {exc.msg}")
+    if region.kind == "tunables":
+        if not tree.body or not all(isinstance(n, ast.Assign) and _upper_targets(n) for n in tree.body):
+            return EditOutcome(None, 0, 1, f"the new {region.name} is not only NAME = value lines")
+    else:
+        want = region.name.split()[-1].split(".")[-1]
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        if [d.name for d in defs] != [want] or len(tree.body) != len(defs) + _n_imports(tree):
+            got = ", ".join(d.name for d in defs) or "no function"
+            return EditOutcome(None, 0, 1, f"expected one function {want}, the reply defines {got}")
+        code = "\n".join(ln for ln in code.split("\n") if not ln.startswith(("import ", "from ")))
+        code = code.strip("\n")
+        if region.kind == "kernel" and not any(_is_jit(d) for d in defs[0].decorator_list):
+            # the reply kept the body and dropped the decorator: the parent's decorator stays
+            decorators = [ln for ln in region.text.split("\n") if ln.lstrip().startswith("@")]
+            code = "\n".join(decorators + [code])
+    indent = region.text[: len(region.text) - len(region.text.lstrip(" "))]
+    new = "\n".join((indent + ln) if ln.strip() else ln for ln in code.split("\n"))
+    if parent.count(region.text) != 1:
+        return EditOutcome(None, 0, 1, f"{region.name} is not unique in the parent")
+    out = parent.replace(region.text, new, 1)
+    if out == parent:
+        return EditOutcome(None, 1, 1, f"the new {region.name} is the same as the parent's")
+    return EditOutcome(out, 1, 1, f"replaced {region.name} of the parent")
+
+
+def _upper_targets(node: ast.Assign) -> bool:
+    return all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+
+
+def _is_jit(dec: ast.expr) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    return isinstance(target, ast.Attribute) and target.attr in ("jit", "autotune", "heuristics")
+
+
+def _n_imports(tree: ast.Module) -> int:
+    return sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+
+
+def _segment(lines: list[str], first: ast.stmt, last: ast.stmt) -> str:
+    start = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) - 1
+    return "\n".join(lines[start : last.end_lineno])

@@ -14,12 +14,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.llm.edits import apply_edits, has_edits, parse_edits
+from workbench.llm.edits import Region, apply_edits, apply_region, has_edits, parse_edits
 from workbench.llm.parse import extract_code
 from workbench.llm.precheck import precheck
 from workbench.llm.repair import repair_source
 
-EDIT_MODES = ("auto", "off")
+EDIT_MODES = ("region", "search_replace", "off")
 SAMPLE_MODES = ("ops", "off")
 
 
@@ -31,9 +31,10 @@ class LLMStepError(ValueError):
 class LLMStepConfig:
     repairs: bool = True  # static repairs before the checks
     prechecks: bool = True  # AST checks; a failure is recorded without an evaluation
-    # "auto": a passing parent gets a SEARCH/REPLACE edit prompt (a whole module is still accepted);
-    # "off": always ask for a whole module
-    edits: str = "auto"
+    # how a passing parent is changed: "region" (the model rewrites one named part of it: tunables, a
+    # kernel, forward), "search_replace" (SEARCH/REPLACE blocks), "off" (a whole module). Every mode
+    # still accepts a whole module or SEARCH/REPLACE blocks when the reply holds them.
+    edits: str = "region"
     best_of: int = 1  # replies per expansion; the first that passes the checks is evaluated
     # temperature of the i-th reply of an expansion (cycled); one value: every reply alike
     temperatures: list[float] = field(default_factory=lambda: [0.7])
@@ -91,25 +92,38 @@ def finish_reply(
     cfg: LLMStepConfig,
     edit_prompt: bool,
     finish_reason: str | None = None,
+    region: Region | None = None,
 ) -> Finished:
     """Turn a reply into a checked candidate. Never raises."""
     notes: list[str] = []
     form = "module"
-    if edit_prompt and parent_source is not None and has_edits(text):
-        form = "edits"
-        edits, unclosed = parse_edits(text)
-        outcome = apply_edits(parent_source, edits, unclosed=unclosed)
-        if outcome.source is None:
-            return Finished(None, False, "edit_not_applied", f"edits not applied: {outcome.diagnosis}", form=form)
-        source = outcome.source
-        notes.append(outcome.diagnosis)
-        notes.extend(outcome.notes)
-    else:
+    ext = None
+    if region is not None and parent_source is not None and not has_edits(text):
         ext = extract_code(text, finish_reason=finish_reason)
-        if ext.code is None:
-            return Finished(None, False, "parse_error", f"no usable code in the response: {ext.diagnosis}")
-        source = ext.code
-        notes.append(ext.diagnosis)
+        if ext.code is not None and not ext.defines_model_new:
+            form = "region"
+            outcome = apply_region(parent_source, region, ext.code)
+            if outcome.source is None:
+                return Finished(None, False, "edit_not_applied", f"region edit not applied: {outcome.diagnosis}",
+                                form=form)  # fmt: skip
+            source = outcome.source
+            notes.append(outcome.diagnosis)
+    if form != "region":
+        if edit_prompt and parent_source is not None and has_edits(text):
+            form = "edits"
+            edits, unclosed = parse_edits(text)
+            outcome = apply_edits(parent_source, edits, unclosed=unclosed)
+            if outcome.source is None:
+                return Finished(None, False, "edit_not_applied", f"edits not applied: {outcome.diagnosis}", form=form)
+            source = outcome.source
+            notes.append(outcome.diagnosis)
+            notes.extend(outcome.notes)
+        else:
+            ext = ext or extract_code(text, finish_reason=finish_reason)
+            if ext.code is None:
+                return Finished(None, False, "parse_error", f"no usable code in the response: {ext.diagnosis}")
+            source = ext.code
+            notes.append(ext.diagnosis)
     if cfg.repairs:
         fixed = repair_source(source)
         source = fixed.source

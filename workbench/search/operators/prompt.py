@@ -55,6 +55,13 @@ the lines that replace them
 Each SEARCH part must copy lines of the parent exactly and match one place only. Change only what makes
 the kernel faster and keep it correct. If the change cannot be written as edits, reply with the whole
 module in one ```python code block instead."""
+REGION_FORMAT = """Change only this part of the parent kernel ($name) to make the kernel faster, keeping it correct:
+
+```python
+$region
+```
+
+Reply with the new version of exactly this part in one ```python code block, and nothing else of the module."""
 # Sections dropped, in this order, when the prompt does not fit the model's context window.
 DROP_ORDER = ("knowledge_section", "memory_section", "samples_section")
 # A first estimate of characters per token for code and English (BPE tokenizers: 3-4); the operator
@@ -293,10 +300,18 @@ class UniversalPromptBuilder:
         edit_prompt: bool = False,
         budget_tokens: int | None = None,
         chars_per_token: float = CHARS_PER_TOKEN,
+        region: Any = None,
     ) -> Prompt:
         """Fill the template; with `budget_tokens`, drop sections (DROP_ORDER) and clip the reference and
-        parent until the estimated prompt size fits."""
-        info: dict[str, Any] = {"template": self.template_name, "answer": "edits" if edit_prompt else "module"}
+        parent until the estimated prompt size fits. `region` (a `workbench.llm.edits.Region` of the
+        parent) asks for that part alone; else `edit_prompt` asks for SEARCH/REPLACE edits."""
+        answer = "region" if region is not None else ("edits" if edit_prompt else "module")
+        info: dict[str, Any] = {"template": self.template_name, "answer": answer}
+        if region is not None:
+            info["region"] = region.name
+            answer_format = string.Template(REGION_FORMAT).safe_substitute(name=region.name, region=region.text)
+        else:
+            answer_format = EDIT_FORMAT if edit_prompt else MODULE_FORMAT
         fields = {
             "task": self.task(ctx.parents),
             "platform": f"{ctx.platform} ({ctx.arch})",
@@ -306,7 +321,7 @@ class UniversalPromptBuilder:
             "samples_section": self._samples_section(ctx, info),
             "knowledge_section": self._knowledge_section(ctx),
             "memory_section": self._memory_section(ctx),
-            "answer_format": EDIT_FORMAT if edit_prompt else MODULE_FORMAT,
+            "answer_format": answer_format,
         }
         messages, text = self._fill(fields)
         if budget_tokens is not None:

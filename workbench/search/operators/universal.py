@@ -12,6 +12,7 @@ import logging
 import threading
 from typing import Any
 
+from workbench.llm.edits import Region, editable_regions
 from workbench.search.operators.base import Operator, OperatorContext, Proposal
 from workbench.search.operators.llm_step import LLMStepConfig, finish_reply
 from workbench.search.operators.prompt import (
@@ -80,14 +81,14 @@ class LLMOperator(Operator):
                 self._window = window
             return self._window  # type: ignore[return-value]
 
-    def _prompt(self, ctx: OperatorContext, edit_prompt: bool) -> tuple[Prompt, int]:
+    def _prompt(self, ctx: OperatorContext, edit_prompt: bool, region: Region | None) -> tuple[Prompt, int]:
         window = self.context_window()
         max_tokens = self.max_tokens
         if window is None:
-            return self.builder.assemble(ctx, edit_prompt=edit_prompt), max_tokens
+            return self.builder.assemble(ctx, edit_prompt=edit_prompt, region=region), max_tokens
         budget = window - max_tokens - _PROMPT_MARGIN_TOKENS
         prompt = self.builder.assemble(ctx, edit_prompt=edit_prompt, budget_tokens=max(budget, 1),
-                                       chars_per_token=self._chars_per_token)  # fmt: skip
+                                       chars_per_token=self._chars_per_token, region=region)  # fmt: skip
         est = prompt.info["prompt_tokens_est"]
         if est + max_tokens + _PROMPT_MARGIN_TOKENS > window:
             # the prompt could not shrink enough: give the reply what is left, when that is enough
@@ -107,10 +108,14 @@ class LLMOperator(Operator):
     def propose(self, ctx: OperatorContext) -> Proposal:
         kind = {0: "llm-draft", 1: "llm"}.get(len(ctx.parents), "llm-crossover")
         parent = ctx.parents[0] if len(ctx.parents) == 1 else None
-        edit_prompt = self.step.edits == "auto" and parent is not None and parent.passed and bool(parent.source)
+        edit_prompt = self.step.edits != "off" and parent is not None and parent.passed and bool(parent.source)
+        region = None
+        if edit_prompt and self.step.edits == "region":
+            regions = editable_regions(parent.source)  # type: ignore[union-attr]
+            region = regions[ctx.seed % len(regions)] if regions else None
         meta: dict[str, Any] = {"template": self.builder.template_name}
         try:
-            prompt, max_tokens = self._prompt(ctx, edit_prompt)
+            prompt, max_tokens = self._prompt(ctx, edit_prompt, region)
         except Exception as exc:  # a template bug is ours, but it still becomes a recorded node
             log.exception("prompt assembly failed")
             return Proposal(
@@ -119,7 +124,7 @@ class LLMOperator(Operator):
         meta["prompt"] = prompt.info
         tried: list[Proposal] = []
         for i in range(self.step.best_of):
-            prop = self._one_reply(ctx, kind, prompt, max_tokens, i, edit_prompt, dict(meta))
+            prop = self._one_reply(ctx, kind, prompt, max_tokens, i, edit_prompt, region, dict(meta))
             if prop.source is not None and not prop.rejected:
                 prop.extra = tried
                 return prop
@@ -144,6 +149,7 @@ class LLMOperator(Operator):
         max_tokens: int,
         i: int,
         edit_prompt: bool,
+        region: Region | None,
         meta: dict[str, Any],
     ) -> Proposal:
         from workbench.llm import LLMError
@@ -174,6 +180,7 @@ class LLMOperator(Operator):
             cfg=self.step,
             edit_prompt=edit_prompt,
             finish_reason=getattr(reply, "finish_reason", None),
+            region=region,
         )
         meta.update(form=fin.form, notes=fin.notes)
         repairs = [n for n in fin.notes if n.startswith("repaired:")]
