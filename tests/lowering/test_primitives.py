@@ -149,3 +149,34 @@ POOLS = {
 def test_pooling(tmp_path: Path, case: str, dt: str) -> None:
     expr, shape = POOLS[case]
     _case(tmp_path, case, dt, "x", expr, R.format(shape))
+
+
+SCANS = {
+    "cumsum": ("torch.cumsum(x, dim=1) + torch.cumsum(x.flip(0), dim=0).flip(0)", R.format("5, 300")),
+    "cumprod": ("torch.cumprod(x, dim=-1)", POS.format("3, 4, 7")),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(SCANS))
+def test_scans(tmp_path: Path, case: str, dt: str) -> None:
+    expr, inputs = SCANS[case]
+    _case(tmp_path, case, dt, "x", expr, inputs)
+
+
+def test_integer_cumsum(tmp_path: Path) -> None:
+    _case(tmp_path, "int_cumsum", "int32", "x", "torch.cumsum(x, dim=0)", INT.format("9, 4"))
+
+
+GATHERS = {
+    "gather": ("x, i", "torch.gather(x, 1, i) * 2", f"{R.format('5, 7')}, torch.randint(0, 7, (5, 3))"),
+    "index": ("x, i", "x[:, i] + x[i[1:3]].sum()", f"{R.format('6, 7')}, torch.randint(-6, 6, (4,))"),
+    "embedding": ("x, i", "self.emb(i) + x", f"{R.format('3, 2, 5')}, torch.randint(0, 11, (3, 2))"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(GATHERS))
+def test_gathers(tmp_path: Path, case: str, dt: str) -> None:
+    args, expr, inputs = GATHERS[case]
+    _case(tmp_path, case, dt, args, expr, inputs, init="self.emb = nn.Embedding(11, 5).to(DT)")

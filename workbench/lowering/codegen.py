@@ -103,7 +103,7 @@ class Emitter:
         if src in self.kernels:
             name = self.kernels[src]
         else:
-            name = f"{prefix}_{len(self.kernels)}"
+            name = f"{prefix}_kernel_{len(self.kernels)}"  # never an FX node name (those are op names)
             self.kernels[src] = name
             self.kernel_src.append(src.replace("__KNAME__", name))
         self.helpers |= helpers

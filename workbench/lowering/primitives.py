@@ -23,4 +23,4 @@ def register(op: str, prim: Primitive) -> None:
 
 def load_all() -> None:
     """Import the modules that register primitives (each registers itself on import)."""
-    from workbench.lowering import pool  # noqa: F401
+    from workbench.lowering import gather, pool, scan  # noqa: F401

@@ -1,0 +1,121 @@
+"""Data movement that reads through an index: flip, gather, index (one index tensor), embedding.
+
+Each is one kernel over the flattened, contiguous output: the output index is split into its
+coordinates, the source coordinate of one dim is replaced (by `size - 1 - i` for flip, by the value
+of the index tensor for the others), and the input is read through its strides. Negative indices
+wrap as in PyTorch.
+"""
+from __future__ import annotations
+
+import torch.fx as fx
+
+from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.graph import dtype, op_name, val
+from workbench.lowering.primitives import Primitive, register
+
+TUNABLES = ("BLOCK", "NUM_WARPS")
+
+
+def _split(r: int, lines: list[str]) -> None:
+    rest = "offs"
+    for d in range(r - 1, 0, -1):
+        lines += [f"j{d} = {rest} % osize{d}", f"_q{d} = {rest} // osize{d}"]
+        rest = f"_q{d}"
+    lines.append(f"j0 = {rest}" if r else "")
+
+
+def _kernel(name: str, doc: str, params: list[str], r: int, body: list[str]) -> str:
+    lines = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
+    _split(r, lines)
+    lines += body
+    sig = ", ".join(params + ["n"] + [f"osize{d}" for d in range(1, r)] + ["BLOCK: tl.constexpr"])
+    return "\n".join([f"@triton.jit\ndef {name}({sig}):", f'    """{doc}"""'] +
+                     ["    " + ln for ln in lines if ln]) + "\n"
+
+
+def _launch(name: str, v: str, shape: str, out_dt: str, args: list[str]) -> list[str]:
+    return [f"_shape = {shape}", f"{v} = torch.empty(_shape, dtype={out_dt}, device=dev)", "_n = _numel(_shape)",
+            f"{name}[(triton.cdiv(_n, BLOCK),)]({v}, {', '.join(args)}, _n, *_shape[1:], BLOCK=BLOCK, "
+            "num_warps=NUM_WARPS)"]
+
+
+def flip_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    x = node.args[0]
+    r = val(x).dim()
+    dims = {d % r for d in node.args[1]} if r else set()
+    coords = [f"(osize{d} - 1 - j{d})" if d in dims else f"j{d}" for d in range(r)]
+    if 0 in dims:
+        coords[0] = "(osize0 - 1 - j0)"
+    off = " + ".join(f"{c} * sx{d}" for d, c in enumerate(coords)) or "0"
+    body = [f"tl.store(out_ptr + offs, tl.load(x_ptr + {off}, mask=mask), mask=mask)"]
+    params = ["out_ptr", "x_ptr", "osize0"] + [f"sx{d}" for d in range(r)]
+    src = _kernel(name, f"flip of dims {sorted(dims)}: a strided copy with those coordinates reversed.", params, r,
+                  body)
+    xv = names[x]
+    launch = _launch(name, names[node], f"list({xv}.shape)", torch_dtype(dtype(node)),
+                     [xv, f"{xv}.shape[0] if {xv}.dim() else 1", f"*{xv}.stride()"])
+    return src, launch, set()
+
+
+def gather_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    x, dim, index = node.args[:3]
+    r = val(index).dim()
+    dim = dim % max(r, 1)
+    ioff = " + ".join(f"j{d} * si{d}" for d in range(r)) or "0"
+    coords = [f"j{d}" if d != dim else "k" for d in range(r)]
+    off = " + ".join(f"{c} * sx{d}" for d, c in enumerate(coords)) or "0"
+    body = [f"k = tl.load(idx_ptr + {ioff}, mask=mask, other=0).to(tl.int64)", "k = tl.where(k < 0, k + kdim, k)",
+            f"tl.store(out_ptr + offs, tl.load(x_ptr + {off}, mask=mask), mask=mask)"]
+    params = ["out_ptr", "x_ptr", "idx_ptr", "kdim"] + [f"sx{d}" for d in range(r)] + [f"si{d}" for d in range(r)]
+    src = _kernel(name, f"gather along dim {dim}: out[j] = x[j with coordinate {dim} replaced by index[j]].", params,
+                  r, body)
+    xv, iv = names[x], names[index]
+    launch = _launch(name, names[node], f"list({iv}.shape)", torch_dtype(dtype(node)),
+                     [xv, iv, f"{xv}.shape[{dim}]", f"*{xv}.stride()", f"*{iv}.stride()"])
+    return src, launch, set()
+
+
+def embedding_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    w, idx = node.args[:2]
+    ri = val(idx).dim()
+    r = ri + 1
+    ioff = " + ".join(f"j{d} * si{d}" for d in range(ri)) or "0"
+    body = [f"k = tl.load(idx_ptr + {ioff}, mask=mask, other=0).to(tl.int64)",
+            f"tl.store(out_ptr + offs, tl.load(w_ptr + k * sw0 + j{ri} * sw1, mask=mask), mask=mask)"]
+    params = ["out_ptr", "w_ptr", "idx_ptr", "sw0", "sw1"] + [f"si{d}" for d in range(ri)]
+    src = _kernel(name, "embedding: out[..., c] = weight[indices[...], c].", params, r, body)
+    wv, iv = names[w], names[idx]
+    launch = _launch(name, names[node], f"[*{iv}.shape, {wv}.shape[1]]", torch_dtype(dtype(node)),
+                     [wv, iv, f"*{wv}.stride()", f"*{iv}.stride()"])
+    return src, launch, set()
+
+
+def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """x[..., idx, ...] with exactly one index tensor (at dim k): out = x dims before k, idx's dims, dims after."""
+    x, indices = node.args[:2]
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or dtype(tensors[0][1]).is_floating_point or str(dtype(tensors[0][1])) == "torch.bool":
+        raise Unsupported(f"unsupported: {op_name(node)} with {len(tensors)} index tensors or a mask index")
+    k, it = tensors[0]
+    rx, ri = val(x).dim(), val(it).dim()
+    r = rx - 1 + ri
+    pre, post = list(range(k)), list(range(k + 1, rx))
+    ioff = " + ".join(f"j{k + d} * si{d}" for d in range(ri)) or "0"
+    xoff = [f"j{d} * sx{d}" for d in pre] + ["kk * sx_k"] + [f"j{d - 1 + ri} * sx{d}" for d in post]
+    body = [f"kk = tl.load(idx_ptr + {ioff}, mask=mask, other=0).to(tl.int64)", "kk = tl.where(kk < 0, kk + kdim, kk)",
+            f"tl.store(out_ptr + offs, tl.load(x_ptr + {' + '.join(xoff)}, mask=mask), mask=mask)"]
+    params = ["out_ptr", "x_ptr", "idx_ptr", "kdim", "sx_k"] + [f"sx{d}" for d in pre + post] + \
+        [f"si{d}" for d in range(ri)]
+    src = _kernel(name, f"x[{', '.join([':'] * k + ['idx'])}, ...]: one index tensor at dim {k}.", params, r, body)
+    xv, iv = names[x], names[it]
+    shape = f"[*{xv}.shape[:{k}], *{iv}.shape, *{xv}.shape[{k + 1}:]]"
+    sx = [f"{xv}.stride({d})" for d in pre + post]
+    launch = _launch(name, names[node], shape, torch_dtype(dtype(node)),
+                     [xv, iv, f"{xv}.shape[{k}]", f"{xv}.stride({k})", *sx, f"*{iv}.stride()"])
+    return src, launch, set()
+
+
+register("flip", Primitive("flip", TUNABLES, flip_kernel))
+register("gather", Primitive("gather", TUNABLES, gather_kernel))
+register("embedding", Primitive("embedding", TUNABLES, embedding_kernel))
+register("index", Primitive("index", TUNABLES, index_kernel))

@@ -1,0 +1,63 @@
+"""cumsum and cumprod along one dim.
+
+The scanned dim is moved last and the input viewed as [M, N]; a program owns SCAN_BLOCK_M rows and
+walks N in SCAN_BLOCK_N chunks: `tl.cumsum` (or `tl.cumprod`) of the chunk plus the carry of the chunks
+before it. Accumulates in fp32 (int64 for integers, as torch does) and writes a contiguous [M, N]
+result that the forward views back into the input's dim order.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from workbench.lowering import pointwise as pw
+from workbench.lowering.epilogue import torch_dtype
+from workbench.lowering.graph import dtype, packet, val
+from workbench.lowering.primitives import Primitive, register
+
+TUNABLES = ("SCAN_BLOCK_M", "SCAN_BLOCK_N", "NUM_WARPS")
+DEFAULTS = {"SCAN_BLOCK_M": ([1, 2, 4, 8], 4), "SCAN_BLOCK_N": ([64, 128, 256, 512, 1024], 256)}
+
+
+def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    x = node.args[0]
+    r = max(val(x).dim(), 1)
+    dim = node.args[1] % r
+    prod = packet(node) == "cumprod"
+    out_dt = dtype(node)
+    acc_dt = pw.compute_dtype(out_dt) if out_dt.is_floating_point else torch.int64
+    acc = pw.TL_DTYPE[acc_dt]
+    used: set[str] = set()
+    if prod:
+        used.add("_mul_combine")
+    L = ["rows = tl.program_id(0).to(tl.int64) * SCAN_BLOCK_M + tl.arange(0, SCAN_BLOCK_M)", "rmask = rows < M",
+         f"carry = tl.full([SCAN_BLOCK_M], {1 if prod else 0}, {acc})",
+         "for n0 in range(0, N, SCAN_BLOCK_N):",
+         "    cols = n0 + tl.arange(0, SCAN_BLOCK_N)",
+         "    m = rmask[:, None] & (cols[None, :] < N)",
+         f"    v = tl.load(x_ptr + rows[:, None] * x_sm + cols[None, :] * x_sn, mask=m, other={1 if prod else 0})"
+         f".to({acc})"]
+    if prod:
+        L += ["    c = tl.cumprod(v, axis=1) * carry[:, None]", "    carry = carry * tl.reduce(v, 1, _mul_combine)"]
+    else:
+        L += ["    c = tl.cumsum(v, axis=1) + carry[:, None]", "    carry = carry + tl.sum(v, axis=1)"]
+    store = pw.narrow("c", out_dt, used) if acc_dt == torch.float32 and out_dt != torch.float32 else \
+        f"c.to({pw.TL_DTYPE[out_dt]})"
+    L.append(f"    tl.store(out_ptr + rows[:, None] * N + cols[None, :], {store}, mask=m)")
+    doc = f'    """{packet(node)} along the last axis of x viewed as [M, N], carried across chunks."""'
+    sig = "x_ptr, out_ptr, M, N, x_sm, x_sn, SCAN_BLOCK_M: tl.constexpr, SCAN_BLOCK_N: tl.constexpr"
+    src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in L]) + "\n"
+    xv, v = names[x], names[node]
+    perm = [d for d in range(r) if d != dim] + [dim]
+    inv = [perm.index(d) for d in range(r)]
+    launch = [f"_xs = {xv}.reshape([1]) if {xv}.dim() == 0 else {xv}",
+              f"_xp = _xs.permute({perm})", "_x = _xp.reshape(-1, _xp.shape[-1])", "_M, _N = _x.shape",
+              f"_o = torch.empty([_M, _N], dtype={torch_dtype(out_dt)}, device=dev)",
+              f"{name}[(triton.cdiv(_M, SCAN_BLOCK_M),)](_x, _o, _M, _N, *_x.stride(), SCAN_BLOCK_M=SCAN_BLOCK_M, "
+              "SCAN_BLOCK_N=SCAN_BLOCK_N, num_warps=NUM_WARPS)",
+              f"{v} = _o.reshape(_xp.shape).permute({inv}).reshape({xv}.shape)"]
+    return src, launch, used
+
+
+for _op in ("cumsum", "cumprod"):
+    register(_op, Primitive("scan", TUNABLES, scan_kernel))
