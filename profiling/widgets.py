@@ -134,8 +134,8 @@ class TraceInspector:
         self.out = W.Output()  # anything a callback prints, warns or raises
         self.status = W.HTML(_messages_html(self.messages))
         self._updating = False
-        for w in (self.region, self.cta):
-            w.observe(self._on_change, names="value")
+        self.region.observe(self._on_change, names="value")
+        self.cta.observe(self._on_cta_change, names="value")
         self.kernel.observe(lambda _c: _guarded(self.out, self.status, self._kernel_changed), names="value")
         self.widget = W.VBox(
             [
@@ -154,6 +154,11 @@ class TraceInspector:
     def _on_change(self, _change: Any) -> None:
         if not self._updating:
             _guarded(self.out, self.status, self.refresh)
+
+    def _on_cta_change(self, _change: Any) -> None:
+        # the distribution is across all CTAs: a CTA change redraws the timeline alone (half the time)
+        if not self._updating:
+            _guarded(self.out, self.status, lambda: self.refresh(distribution=False))
 
     def _kernel_changed(self) -> None:
         prof, k = self.profile, self.kernel.value
@@ -179,7 +184,7 @@ class TraceInspector:
         tl = prof.timeline(self.cta.value, k) if self.cta.value is not None else prof.events.iloc[0:0]
         return {"regions": reg, "timeline": tl}
 
-    def refresh(self) -> None:
+    def refresh(self, distribution: bool = True) -> None:
         from . import plots
 
         prof = self.profile
@@ -205,9 +210,10 @@ class TraceInspector:
             self.timeline_img.value = figure_png(fig)
             self.timeline_note.value = ""
             self.timeline_img.layout.display = None
-        fig = new_figure(7, 3)
-        plots.region_distribution(prof, region, self.kernel.value, ax=fig.add_subplot())
-        self.dist_img.value = figure_png(fig)
+        if distribution:
+            fig = new_figure(7, 3)
+            plots.region_distribution(prof, region, self.kernel.value, ax=fig.add_subplot())
+            self.dist_img.value = figure_png(fig)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

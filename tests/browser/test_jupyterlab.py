@@ -80,8 +80,8 @@ def run_all(lab: Lab, browser: Browser, notebook: str) -> tuple[dict[str, Any], 
     nb = json.loads((ROOT / notebook).read_text())
     d = browser.driver
     d.get(lab.lab_url(notebook))
-    wait_for(lambda: len(_cells(d)) == len(nb["cells"]), 120, f"{notebook}: {len(nb['cells'])} cells in the page")
-    wait_for(lambda: "Idle" in _status(d), 120, f"{notebook}: the kernel idle before Run All ({_status(d)!r})")
+    wait_for(lambda: len(_cells(d)) == len(nb["cells"]), 180, f"{notebook}: {len(nb['cells'])} cells in the page")
+    wait_for(lambda: "Idle" in _status(d), 180, f"{notebook}: the kernel idle before Run All ({_status(d)!r})")
     t0 = time.monotonic()
     d.find_element(By.XPATH, "//div[contains(@class,'lm-MenuBar-itemLabel') and text()='Run']").click()
     d.find_element(By.XPATH, "//div[contains(@class,'lm-Menu-itemLabel') and text()='Run All Cells']").click()

@@ -39,8 +39,9 @@ def test_trace_inspector_redraws_into_png_images_without_displaying(no_display):
     assert all(png(v) for v in first)
     ins.region.value = "mma"           # the first change: the one that used to leak its plot
     assert png(ins.dist_img.value) and ins.dist_img.value != first[1]
+    dist = bytes(ins.dist_img.value)
     ins.cta.value = ins.cta.options[3]
-    assert ins.timeline_img.value != first[0]
+    assert ins.timeline_img.value != first[0] and bytes(ins.dist_img.value) == dist  # across CTAs: unchanged
     assert no_display == [] and ins.out.outputs == ()
     assert "SM clock" in ins.header.value and "None" not in ins.header.value
 
