@@ -132,12 +132,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-# The harness <-> evaluator <-> distributed cycle is being broken by the hostile-candidate harness rewrite
-# (issue 15: a leaf module holds EvalJob and the Evaluator interface). Exactly that cycle is expected here
-# until then; any other cycle, or this one grown, fails.
-KNOWN_CYCLE_ISSUE_15 = {"workbench.distributed", "workbench.distributed.dispatcher",
-                        "workbench.distributed.ray_backend", "workbench.distributed.worker", "workbench.evaluator",
-                        "workbench.harness"}
+# Cycles known and owned by another issue: exactly these are expected until their owners break them; any
+# other cycle, or one of these grown, fails.
+# (The harness -> evaluator -> distributed cycle of issue 15 is gone: the harness rewrite broke it.)
+KNOWN_CYCLES = {
+    # primitives.load_all() imports the modules that register themselves in primitives' registry
+    frozenset({"workbench.lowering.pool", "workbench.lowering.primitives"}):
+        "issue 16: the lowering's primitive registry imports pool.py, which registers itself in it",
+}
 
 
 def test_graph_reader_sees_lazy_relative_and_submodule_imports(tmp_path):
@@ -152,10 +154,10 @@ def test_graph_reader_sees_lazy_relative_and_submodule_imports(tmp_path):
 
 def test_no_import_cycles_in_the_library_packages():
     cycles = _cycles(_graph(PACKAGES))
-    unexpected = [c for c in cycles if set(c) != KNOWN_CYCLE_ISSUE_15]
+    unexpected = [c for c in cycles if frozenset(c) not in KNOWN_CYCLES]
     assert not unexpected, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in unexpected)
     if cycles:
-        pytest.xfail("issue 15: the harness rewrite breaks harness -> evaluator -> distributed -> evaluator")
+        pytest.xfail("; ".join(KNOWN_CYCLES[frozenset(c)] for c in cycles))
 
 
 def test_dependencies_run_one_way():
