@@ -225,10 +225,16 @@ class SuiteRunner:
         except SearchError as exc:
             record["diagnosis"] = f"search: {exc}"
             return "failed"
-        nodes = [n for n in run.tree if n.evaluated]
+        # candidates the harness evaluated (an LLM reply with no usable code never reached it)
+        nodes = [n for n in run.tree if n.evaluated and n.status != "generation_failed"]
         record["evaluations"] = len(nodes)
+        by_op: dict[str, dict[str, int]] = {}
+        for n in run.tree:
+            by_op.setdefault(n.operator, {}).setdefault(n.status, 0)
+            by_op[n.operator][n.status] += 1
         record["search"] = {"run_id": run.run_id, "stop": run.stop.rule, "nodes": len(nodes),
-                            "seed_fitness": run.seed_fitness}
+                            "seed_fitness": run.seed_fitness, "by_operator": by_op,
+                            "tokens": sum(n.prompt_tokens + n.completion_tokens for n in run.tree)}
         best = run.best
         pick = best if best is not None and best.passed else (run.seeds[0] if run.seeds else None)
         if pick is None or pick.result is None:
