@@ -63,3 +63,37 @@ def test_search_with_a_weak_real_model(llama, tmp_path: Path, monkeypatch, cpu_e
         assert [n.id for n in stored] == [n.id for n in run.tree]
         assert key not in (mem.get_run(run.run_id).config.__repr__())  # the key is not saved
     assert key not in (tmp_path / run.run_id / "config.json").read_text()
+
+
+def test_search_from_a_lowered_parent_with_the_llm_step(llama, tmp_path: Path, monkeypatch, cpu_evaluator) -> None:
+    """Issue 19's loop end to end: a lowered (correct) parent, a region-edit prompt fitted to the
+    server's window, best-of-2 with a temperature schedule, repairs and pre-harness checks."""
+    from workbench.lowering import lower_spec
+
+    lowered = lower_spec(FIX / "add_spec.py")
+    assert lowered.source, lowered.diagnosis
+    seed = tmp_path / "lowered_add.py"
+    seed.write_text(lowered.source)
+    monkeypatch.setenv("WORKBENCH_LLM_API_KEY", llama.key)
+    step = {"best_of": 2, "temperatures": [0.2, 0.9], "context_window": 4096}
+    try:
+        with llama.watch():
+            run = workbench.optimize(FIX / "add_spec.py", seeds=[seed], llm="openai",
+                                     llm_options={"base_url": llama.url, "model": None, "timeout_s": 900},
+                                     llm_step=step, llm_max_new_tokens=120, offline_share=0.0, retrieval=False,
+                                     budget=1, max_rejected=2, evaluator=cpu_evaluator, run_dir=tmp_path,
+                                     progress=False, device="cpu", trials=1)  # fmt: skip
+    except ServerDied as e:
+        pytest.fail(str(e), pytrace=False)
+    seed_node, *children = list(run.tree)
+    assert seed_node.passed, seed_node.diagnosis  # the lowering's kernel is a correct parent
+    assert run.stop.rule in ("budget_evals", "budget_rejected")
+    assert 1 <= len(children) <= 2
+    for n in children:
+        if (n.error_class or "").startswith("llm_"):
+            pytest.fail(f"the llama.cpp server did not answer: {n.diagnosis}", pytrace=False)
+        assert n.diagnosis and (n.status == "passed" or n.error_class)
+        assert "Change only this part of the parent kernel" in n.prompt
+        info = n.meta["prompt"]
+        assert info["context_window"] == 4096 and info["prompt_tokens_est"] + 120 <= 4096
+        assert 0 < n.completion_tokens <= 120 and n.meta["temperature"] in (0.2, 0.9)
