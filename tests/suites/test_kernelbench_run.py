@@ -89,3 +89,21 @@ def test_budget_runs_the_search_from_the_seed(tmp_path):
     assert p["sizes"]["overrides"]["batch_size"] * p["sizes"]["overrides"]["dim"] <= 4096
     assert (out.path / p["best_kernel"]).read_text().startswith("import torch")
     assert out.report["throughput"]["evaluations"] == 2 and out.report["throughput"]["candidates_per_hour"] > 0
+
+
+def test_an_evaluator_that_cannot_start_stops_the_run_and_loses_nothing(tmp_path, monkeypatch):
+    import workbench.evaluator
+    from workbench.suites.store import SuiteStore
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("The current node timed out during startup.")
+
+    monkeypatch.setattr(workbench.evaluator, "make_evaluator", broken)
+    root = write_problems(tmp_path / "kb", ["1_Add", "2_ReLU"])
+    seeds = write_candidates(tmp_path / "seeds", ["1_Add", "2_ReLU"])
+    with pytest.raises(SuiteError, match="evaluator failed to start: RuntimeError: The current node"):
+        run_kernelbench(root, levels="1", seed="none", seed_dir=seeds, device="cpu", evaluator="ray",
+                        run_dir=tmp_path / "runs", progress=False)
+    (store_path,) = (tmp_path / "runs").glob("*/suite.sqlite")
+    with SuiteStore(store_path) as store:
+        assert {r.status for r in store.problems()} == {"pending"}  # both run again on resume

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 STORE_NAME = "suite.sqlite"
 
 
+class EvaluatorUnavailable(SuiteError):
+    """The evaluator backend cannot start: the run stops, every unfinished problem stays to resume."""
+
+
 def safe_name(problem_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", problem_id).strip("_")
 
@@ -70,6 +74,7 @@ class SuiteRunner:
         self.store = store
         self.progress = progress
         self._evaluator: Any = None
+        self._evaluator_error: EvaluatorUnavailable | None = None
         self._lock = threading.Lock()
         self._servers: "queue.Queue[Any]" = queue.Queue()
         self._all_servers: list[Any] = []
@@ -79,10 +84,19 @@ class SuiteRunner:
     @property
     def evaluator(self) -> Any:
         with self._lock:
+            if self._evaluator_error is not None:
+                raise self._evaluator_error
             if self._evaluator is None:
                 from workbench.evaluator import make_evaluator
 
-                self._evaluator = make_evaluator(self.cfg.evaluator, workers=self.cfg.workers, device=self.cfg.device)
+                try:
+                    self._evaluator = make_evaluator(self.cfg.evaluator, workers=self.cfg.workers,
+                                                     device=self.cfg.device)
+                except Exception as exc:  # e.g. Ray's node timing out at start: no problem can run, stop the run
+                    self._evaluator_error = EvaluatorUnavailable(
+                        f"the {self.cfg.evaluator} evaluator failed to start: {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''} (resume the run once it works)")
+                    raise self._evaluator_error from None
             return self._evaluator
 
     def call_isolated(self, job: str, kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -158,6 +172,9 @@ class SuiteRunner:
                                   "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.seed}}
         try:
             status = self._evaluate_problem(row, record)
+        except EvaluatorUnavailable:
+            self.store.reset([row.problem_id])  # not the problem's fault: it stays to run on resume
+            raise
         except Exception as exc:  # the suite's own fault on this problem: reported, the run goes on
             log.exception("problem %s failed inside the suite runner", row.problem_id)
             status, record["diagnosis"] = "failed", f"suite error: {type(exc).__name__}: {exc}".splitlines()[0]
