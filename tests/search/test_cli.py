@@ -58,6 +58,9 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
         (["--budget", "0"], "max_evals must be positive"),
         (["--set", "N"], "--set expects NAME=VALUE"),
         (["--resume", "no-such-run"], "no run 'no-such-run'"),
+        (["--llm-step", "beam=3"], "unknown llm_step option(s) ['beam']"),
+        (["--llm-step", "best_of=0"], "llm_step.best_of must be an integer >= 1"),
+        (["--max-rejected", "0"], "max_rejected must be positive"),
     ],
 )
 def test_bad_options_one_message(capsys, run_dir: Path, args: list[str], message: str) -> None:

@@ -30,6 +30,17 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--llm", default="none", help="operator's model: none (offline tuner) | openai | transformers"
     )
     p.add_argument("--max-new-tokens", type=int, default=2048, help="LLM reply length limit")
+    p.add_argument(
+        "--llm-step",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an LLM step option (repeatable): best_of=2, temperatures=[0.2,0.8], edits=region|search_replace|off, "
+        "repairs=False, prechecks=False, samples=ops|off, context_window=4096",
+    )
+    p.add_argument(
+        "--max-rejected", type=int, default=60, help="proposals rejected before evaluation before the search stops"
+    )
     p.add_argument("--budget", type=int, default=None, help="nodes to create after the seeds (default 20)")
     p.add_argument("--wall", type=float, default=None, metavar="SECONDS", help="wall-time budget")
     p.add_argument("--tokens", type=int, default=None, help="LLM token budget")
@@ -118,6 +129,8 @@ def _main(args: argparse.Namespace) -> int:
             rng_seed=args.rng_seed,
             progress=not args.no_progress,
             llm_max_new_tokens=args.max_new_tokens,
+            llm_step=parse_set(args.llm_step),
+            max_rejected=args.max_rejected,
         )
     except SearchError as exc:
         print(f"workbench optimize: error: {exc}", file=sys.stderr)
