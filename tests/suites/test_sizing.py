@@ -84,3 +84,16 @@ def test_real_kernelbench_relu_and_matmul():
     mm = KB / "level1" / "2_Standard_matrix_multiplication_.py"
     over = auto_size(mm, 1 << 16)
     assert max(over["M"] * over["K"], over["K"] * over["N"], over["M"] * over["N"]) <= 1 << 16
+
+
+def test_shape_tuples_shrink_and_kernel_tuples_keep_their_meaning(tmp_path):
+    path = tmp_path / "cumsum.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self, k):\n        super().__init__()\n        self.k = k\n\n"
+                    "    def forward(self, x):\n        return torch.cumsum(x, dim=1) * self.k[0]\n\n\n"
+                    "batch_size = 32768\ninput_shape = (32768,)\nkernel_size = (3, 5)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(batch_size, *input_shape)]\n\n\n"
+                    "def get_init_inputs():\n    return [kernel_size]\n")
+    over = auto_size(path, 1 << 12)
+    assert "kernel_size" not in over and isinstance(over["input_shape"], tuple)
+    assert over["batch_size"] * over["input_shape"][0] <= 1 << 12

@@ -122,6 +122,11 @@ def markdown(report: dict[str, Any]) -> str:
     if flagged:
         lines += [f"Speedups above {report['excessive_speedup_threshold']:g}x, to review by hand: "
                   + ", ".join(f"`{f}`" for f in flagged), ""]
+    unsized = [r["problem_id"] for r in report["problems"] if (r.get("sizes") or {}).get("reached") is False]
+    if unsized:
+        lines += [f"{len(unsized)} problems kept tensors above the size bound (sizes hard-coded in the model, not "
+                  f"module constants): " + ", ".join(f"`{u}`" for u in unsized[:20])
+                  + (" ..." if len(unsized) > 20 else ""), ""]
     reasons: dict[str, int] = {}
     for r in report["problems"]:
         if not r.get("correct"):

@@ -32,7 +32,7 @@ class Footprint:
 
 @dataclass
 class SizingResult:
-    overrides: dict[str, int]
+    overrides: dict[str, Any]          # ints, and tuples of ints for shape constants
     footprint: Footprint
     original: Footprint
     reached: bool                      # every tensor is within the bound
@@ -45,10 +45,31 @@ class SizingResult:
                 "reached": self.reached, "frozen": list(self.frozen)}
 
 
-def size_constants(module: Any) -> dict[str, int]:
-    """Module-level integer constants that may set a size: ints >= 2 (bools and 0/1 flags excluded)."""
-    return {k: v for k, v in vars(module).items()
-            if not k.startswith("_") and type(v) is int and v >= 2}
+def size_constants(module: Any) -> dict[str, Any]:
+    """Module-level constants that may set a size: ints >= 2 (bools and 0/1 flags excluded), and tuples of
+    ints named like a shape (KernelBench's `input_shape = (32768,)`)."""
+    out: dict[str, Any] = {}
+    for k, v in vars(module).items():
+        if k.startswith("_"):
+            continue
+        if type(v) is int and v >= 2:
+            out[k] = v
+        elif ("shape" in k.lower() and isinstance(v, tuple) and v and all(type(x) is int for x in v)
+              and max(v) >= 2):
+            out[k] = v  # only shape tuples: a `kernel_size = (3, 5)` or `stride = (1, 2)` keeps its meaning
+    return out
+
+
+def _magnitude(v: Any) -> int:
+    return max(v) if isinstance(v, tuple) else v
+
+
+def _halved(v: Any) -> Any:
+    """An int halved; a tuple with its largest element halved (the first of equals)."""
+    if not isinstance(v, tuple):
+        return v // 2
+    i = v.index(max(v))
+    return v[:i] + (v[i] // 2,) + v[i + 1:]
 
 
 def _numel(t: Any) -> int:
@@ -117,17 +138,17 @@ def shrink(spec: Any, max_elems: int) -> SizingResult:
         if fp.max_elems <= max_elems:
             break
         values = {k: current.get(k, v) for k, v in base.items()}
-        order = sorted((k for k in values if values[k] >= 2 and k not in frozen and k not in inert),
-                       key=lambda k: (-values[k], k))
+        order = sorted((k for k in values if _magnitude(values[k]) >= 2 and k not in frozen and k not in inert),
+                       key=lambda k: (-_magnitude(values[k]), k))
         progressed = False
         for name in order:
-            trial = {**current, name: values[name] // 2}
+            trial = {**current, name: _halved(values[name])}
             try:
                 new = measure(spec, {**base, **trial})
                 if fp.forward_checked and not new.forward_checked:
                     raise ValueError("the forward no longer runs at this size")
             except Exception as exc:
-                log.debug("%s: halving %s to %d breaks the spec: %s", spec.path.name, name, trial[name], exc)
+                log.debug("%s: halving %s to %s breaks the spec: %s", spec.path.name, name, trial[name], exc)
                 frozen.append(name)
                 continue
             if (new.max_elems, new.total_elems) < (fp.max_elems, fp.total_elems):
@@ -142,8 +163,9 @@ def shrink(spec: Any, max_elems: int) -> SizingResult:
                         reached=fp.max_elems <= max_elems, frozen=sorted(set(frozen)))
 
 
-def auto_size(spec_path: str | Path, max_elems: int) -> dict[str, int]:
-    """Overrides of `spec_path`'s module constants that bring every tensor under `max_elems` elements.
+def auto_size(spec_path: str | Path, max_elems: int) -> dict[str, Any]:
+    """Overrides of `spec_path`'s module constants that bring every tensor under `max_elems` elements
+    (ints; a tuple for a shape constant such as `input_shape`).
 
     An empty dict when the published sizes already fit. Raises `workbench.spec.SpecError` for a spec
     that does not load. Use `shrink` for the footprints before and after.
