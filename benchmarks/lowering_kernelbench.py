@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench"))
     ap.add_argument("--levels", default="1,2,3")
-    ap.add_argument("--slice", default=":", help="python slice of each level's problems, sorted by number")
+    ap.add_argument("--slice", default="::", help="python slice start:stop:step of each level's problems, by number")
     ap.add_argument("--problems", default="", help="comma-separated problem-name prefixes (e.g. 33_,34_)")
     ap.add_argument("--max-elems", type=int, default=8192)
     ap.add_argument("--device", default="cpu")
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     if not root.is_dir():
         print(f"KernelBench folder not found: {root}", file=sys.stderr)
         return 2
-    a, _, b = args.slice.partition(":")
-    sl = slice(int(a) if a else None, int(b) if b else None)
+    parts = (args.slice.split(":") + ["", ""])[:3]
+    sl = slice(*(int(x) if x else None for x in parts))
     todo = problems(root, [int(x) for x in args.levels.split(",")], sl)
     if args.problems:
         prefixes = tuple(p for p in args.problems.split(",") if p)

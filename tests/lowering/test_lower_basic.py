@@ -23,3 +23,12 @@ def test_mlp_softmax_lowers_and_matches(tmp_path: Path) -> None:
 def test_lowering_is_byte_identical() -> None:
     spec = SPECS / "mlp_softmax.py"
     assert lower_spec(spec).source == lower_spec(spec).source
+
+
+def test_varargs_forward_and_empty_tensor(tmp_path: Path) -> None:
+    """The ATen suite's specs take `*tensors` and OpInfo samples include empty tensors."""
+    spec = SPECS / "aten_varargs.py"
+    res = lower_spec(spec)
+    assert res.source is not None, res.diagnosis
+    assert "def forward(self, arg0, arg1, arg2):" in res.source
+    check_candidate(spec, res.source, tmp_path)

@@ -131,7 +131,8 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     args = [xv, wv] + ([names[b]] if has_bias else []) + outs + [f"_e{q}" for q in range(len(body.inputs))] + \
         [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_R", "_CIN_G", "_COUT_G", "_COUT", "*_I", "*_O",
                                             "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
-    launch.append(f"{name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G})]("
+    launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), "
+                  f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
                   f"CONV_BLOCK_R=CONV_BLOCK_R, num_warps=CONV_NUM_WARPS"
                   f"{', DOT_F32=_DOT_F32' if dtype(x) == torch.bfloat16 else ''})")

@@ -35,7 +35,7 @@ def _kernel(name: str, doc: str, params: list[str], r: int, body: list[str]) -> 
 
 def _launch(name: str, v: str, shape: str, out_dt: str, args: list[str]) -> list[str]:
     return [f"_shape = {shape}", f"{v} = torch.empty(_shape, dtype={out_dt}, device=dev)", "_n = _numel(_shape)",
-            f"{name}[(triton.cdiv(_n, BLOCK),)]({v}, {', '.join(args)}, _n, *_shape[1:], BLOCK=BLOCK, "
+            f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({v}, {', '.join(args)}, _n, *_shape[1:], BLOCK=BLOCK, "
             "num_warps=NUM_WARPS)"]
 
 

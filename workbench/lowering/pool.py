@@ -111,7 +111,7 @@ def pool_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
         launch.append(f"{outs[1]} = torch.empty(_shape, dtype=torch.int64, device=dev)")
     launch.append("_n = _numel(_shape)")
     args = [xv] + outs + ["_n", f"{xv}.shape[1]", "*_I", "*_O", f"*{xv}.stride()"]
-    launch.append(f"{name}[(triton.cdiv(_n, POOL_BLOCK),)]({', '.join(args)}, POOL_BLOCK=POOL_BLOCK, "
+    launch.append(f"if _n: {name}[(triton.cdiv(_n, POOL_BLOCK),)]({', '.join(args)}, POOL_BLOCK=POOL_BLOCK, "
                   "num_warps=NUM_WARPS)")
     return src, launch, used
 

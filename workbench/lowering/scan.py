@@ -51,10 +51,11 @@ def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
     perm = [d for d in range(r) if d != dim] + [dim]
     inv = [perm.index(d) for d in range(r)]
     launch = [f"_xs = {xv}.reshape([1]) if {xv}.dim() == 0 else {xv}",
-              f"_xp = _xs.permute({perm})", "_x = _xp.reshape(-1, _xp.shape[-1])", "_M, _N = _x.shape",
+              f"_xp = _xs.permute({perm})", "_x = _xp.reshape(_numel(_xp.shape[:-1]), _xp.shape[-1])",
+              "_M, _N = _x.shape",
               f"_o = torch.empty([_M, _N], dtype={torch_dtype(out_dt)}, device=dev)",
-              f"{name}[(triton.cdiv(_M, SCAN_BLOCK_M),)](_x, _o, _M, _N, *_x.stride(), SCAN_BLOCK_M=SCAN_BLOCK_M, "
-              "SCAN_BLOCK_N=SCAN_BLOCK_N, num_warps=NUM_WARPS)",
+              f"if _M and _N: {name}[(triton.cdiv(_M, SCAN_BLOCK_M),)](_x, _o, _M, _N, *_x.stride(), "
+              "SCAN_BLOCK_M=SCAN_BLOCK_M, SCAN_BLOCK_N=SCAN_BLOCK_N, num_warps=NUM_WARPS)",
               f"{v} = _o.reshape(_xp.shape).permute({inv}).reshape({xv}.shape)"]
     return src, launch, used
 

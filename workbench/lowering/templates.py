@@ -81,7 +81,7 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     launch += prep
     launch.append("_n = _numel(_shape)")
     args = outs + ptrs + [names[s] for s in body.scalars] + ["_n"] + [f"_shape[{d}]" for d in range(1, r)] + strides
-    launch.append(f"{name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS)")
+    launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS)")
     return src, launch, body.helpers
 
 
@@ -268,10 +268,13 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     xv = names[x]
     perm = kept + dims
     launch = []
+    # explicit sizes, not -1: a zero-size input makes -1 ambiguous
+    m_expr = f"_numel([{xv}.shape[d] for d in {kept}])"
+    n_expr = f"_numel([{xv}.shape[d] for d in {dims}])"
     if perm != list(range(xr)):
-        launch.append(f"_x = {xv}.permute({perm}).reshape(-1, _numel([{xv}.shape[d] for d in {dims}]))")
+        launch.append(f"_x = {xv}.permute({perm}).reshape({m_expr}, {n_expr})")
     else:
-        launch.append(f"_x = {xv}.reshape(-1, _numel([{xv}.shape[d] for d in {dims}]))" if xr else
+        launch.append(f"_x = {xv}.reshape({m_expr}, {n_expr})" if xr else
                       f"_x = {xv}.reshape(1, 1)")
     if keep:
         oshape = "[" + ", ".join("1" if d in dims else f"{xv}.shape[{d}]" for d in range(xr)) + "]"
@@ -294,7 +297,7 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     launch.append("_M, _N = _x.shape")
     args = ["_x"] + all_outs + ptrs + [names[s] for s in body.scalars] + ["_M", "_N", "*_x.stride()"] + \
         [f"_shape[{d}]" for d in range(1, out_rank)] + strd
-    launch.append(f"{name}[(triton.cdiv(_M, RED_BLOCK_M),)]({', '.join(args)}, RED_BLOCK_M=RED_BLOCK_M, "
+    launch.append(f"if _M: {name}[(triton.cdiv(_M, RED_BLOCK_M),)]({', '.join(args)}, RED_BLOCK_M=RED_BLOCK_M, "
                   "RED_BLOCK_N=RED_BLOCK_N, num_warps=NUM_WARPS)")
     return src, launch, body.helpers
 
@@ -366,7 +369,8 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
     launch += prep
     args = [av, bv] + outs + ptrs + [names[s] for s in body.scalars] + \
         ["_M", "_N", "_K", "_sa[0]", "_sa[1]", "_sa[2]", "_sb[0]", "_sb[1]", "_sb[2]"] + strd
-    launch.append(f"{name}[(triton.cdiv(_M, MM_BLOCK_M), triton.cdiv(_N, MM_BLOCK_N), _B)]({', '.join(args)}, "
+    launch.append(f"if _M and _N and _B: {name}[(triton.cdiv(_M, MM_BLOCK_M), triton.cdiv(_N, MM_BLOCK_N), _B)]("
+                  f"{', '.join(args)}, "
                   "MM_BLOCK_M=MM_BLOCK_M, MM_BLOCK_N=MM_BLOCK_N, MM_BLOCK_K=MM_BLOCK_K, num_warps=MM_NUM_WARPS, "
                   f"num_stages=MM_NUM_STAGES{', DOT_F32=_DOT_F32' if bf16 else ''})")
     return src, launch, body.helpers
