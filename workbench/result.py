@@ -72,7 +72,7 @@ class EvalResult:
     def summary(self) -> str:
         """One line for logs and tables."""
         if self.passed:
-            return (f"passed: speedup {self.speedup:.3f}x ({self.runtime_us:.1f} us vs "
+            return (f"passed: speedup {self.speedup:.3g}x ({self.runtime_us:.1f} us vs "
                     f"{self.baseline_runtime_us:.1f} us)")
         why = "; ".join(self.violations) if self.violations else (self.error.strip().splitlines() or [""])[-1]
         return f"{self.status.value}: {why[:200]}"

@@ -162,6 +162,8 @@ class Harness:
             res.runtime_us, res.runtime_p20_us, res.runtime_p80_us = cand["median_us"], cand["p20_us"], cand["p80_us"]
             res.details["reps"] = cand.get("reps")
             res.details["rounds"] = cand.get("rounds")
+            res.details["reps_per_round"] = cand.get("reps_per_round")
+            res.details["own_null_round_us"] = cand.get("own_null_round_us")  # information, never in a time
         if base:
             res.baseline_runtime_us, res.baseline_p20_us, res.baseline_p80_us = (
                 base["median_us"], base["p20_us"], base["p80_us"])

@@ -103,6 +103,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+_WARM: dict[str, Any] = {}
+
+
+def gpu_warm(device: str, matmuls: int = 6) -> None:
+    """Keep the GPU busy for about a millisecond: after seconds of host-side staging its clocks are down,
+    and a round of a few short repetitions would run at idle clocks. Both contenders run it."""
+    if device != "cuda":
+        return
+    if "w" not in _WARM:
+        _WARM["w"] = torch.ones(4096, 4096, dtype=torch.float16, device="cuda")
+        _WARM["o"] = torch.empty_like(_WARM["w"])
+    for _ in range(matmuls):
+        torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+
+
 def _load(path: Path, device: str) -> list[Any]:
     return list(_plan.to_device(torch.load(path, weights_only=True), device))
 
@@ -211,7 +226,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         chan.send(msg)
 
     try:
-        guard.install()
+        if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
+            guard.install()
         t0 = time.perf_counter()
         mspec = importlib.util.spec_from_file_location("candidate", cand_path)
         module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
@@ -276,15 +292,15 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
                 t2 = time.perf_counter()
 
                 def load(order: dict[str, Any]) -> list[list[Any]]:
-                    return [list(_plan.to_device(s, device)) for s in torch.load(stage / order["file"],
-                                                                                 weights_only=True)]
+                    sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
+                    return [list(_plan.to_device(s, device)) for s in sets]
 
                 def save(k: int, which: list[int], outs: list[Any]) -> None:
                     for i in which:
                         torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
 
                 recs = _rounds.serve(chan, lambda inp, m=model: m(*inp), load, save, lambda: _sync(device),
-                                     OpRecorder)
+                                     OpRecorder, warm=lambda: gpu_warm(device))
                 msg["timings_s"]["timing"] = time.perf_counter() - t2
                 guard.check_patches()
                 for rec in recs:
@@ -360,7 +376,7 @@ class _Reference:
             return [list(_plan.to_device(s, self.device)) for s in self.timed_sets(order["seeds"])]
 
         _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o: None, lambda: _sync(self.device),
-                      OpRecorder)
+                      OpRecorder, warm=lambda: gpu_warm(self.device))
 
     def make_round(self, k: int, seeds: list[int]) -> str:
         name = f"round_{k}.pt"

@@ -126,8 +126,13 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         if "failure" in done:
             raise _Failure(done)
         saved.extend((k, i) for i in which)
+    if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
+        violations_info = null_round(link, deadline, n=3)
+        summary_extra = {"own_null_round_us": violations_info * 1e6}
+    else:
+        summary_extra = {}
     link.send({"end": True})
-    return summarize(per_rep, reps_total), saved, violations
+    return {**summarize(per_rep, reps_total), **summary_extra, "reps_per_round": r}, saved, violations
 
 
 class _Failure(Exception):
@@ -143,7 +148,7 @@ RoundFailure = _Failure
 
 def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
           save: Callable[[int, list[int], list[Any]], None], sync: Callable[[], None],
-          recorder_factory: Callable[[], Any]) -> Any:
+          recorder_factory: Callable[[], Any], warm: Callable[[], None] = lambda: None) -> Any:
     """The child's side of the rounds, until the server sends `end`. Returns the recorders of recorded rounds."""
     import contextlib
 
@@ -156,6 +161,7 @@ def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[
             return recs
         k = msg["stage"]
         sets = load(msg) if k >= 0 else []
+        warm()  # staging left the device idle: bring its clocks up before the clock starts
         sync()
         chan.send({"staged": k})
         go = chan.recv()
