@@ -27,6 +27,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from workbench.llm.parse import _bound_names  # one definition of "names the code binds" for both
+
 # name the code uses -> the import line that binds it
 STANDARD_IMPORTS: dict[str, str] = {
     "torch": "import torch",
@@ -234,21 +236,6 @@ def _remove_example_usage(src: str) -> tuple[str, list[str]]:
 
 
 # -- 4. missing imports -------------------------------------------------------------------------------
-def _bound_names(tree: ast.AST) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                names.add(a.asname or a.name.split(".")[0])
-    return names
-
-
 def _add_missing_imports(src: str) -> tuple[str, list[str]]:
     tree = ast.parse(src)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
