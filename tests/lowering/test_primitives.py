@@ -180,3 +180,18 @@ GATHERS = {
 def test_gathers(tmp_path: Path, case: str, dt: str) -> None:
     args, expr, inputs = GATHERS[case]
     _case(tmp_path, case, dt, args, expr, inputs, init="self.emb = nn.Embedding(11, 5).to(DT)")
+
+
+SCATTERS = {
+    "scatter": ("x, i, s", "torch.scatter(x, 1, i, s) + torch.scatter(x, 0, i[:2] % 4, 2.5)",
+                f"{R.format('4, 9')}, torch.stack([torch.randperm(9)[:5] for _ in range(4)]), {R.format('4, 5')}"),
+    "scatter_add": ("x, i, s", "torch.scatter_add(x, 1, i, s)",
+                    f"{R.format('4, 9')}, torch.randint(0, 9, (4, 6)), {R.format('4, 6')}"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", sorted(SCATTERS))
+def test_scatters(tmp_path: Path, case: str, dt: str) -> None:
+    args, expr, inputs = SCATTERS[case]
+    _case(tmp_path, case, dt, args, expr, inputs)

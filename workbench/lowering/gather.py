@@ -7,6 +7,7 @@ wrap as in PyTorch.
 """
 from __future__ import annotations
 
+import torch
 import torch.fx as fx
 
 from workbench.lowering.epilogue import Unsupported, torch_dtype
@@ -115,7 +116,64 @@ def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> t
     return src, launch, set()
 
 
+def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """scatter(x, dim, index, src | value) and scatter_add: a copy of x, then one program per block of
+    `index` elements writing (or atomically adding) src into the copy. Duplicate indices in a plain
+    scatter leave one of the written values, as PyTorch documents for its own kernel."""
+    from workbench.lowering.graph import packet
+
+    x, dim, index, src = node.args[:4]
+    reduce = node.kwargs.get("reduce") or (node.args[4] if len(node.args) > 4 else None)
+    add = packet(node) == "scatter_add" or reduce == "add"
+    if reduce not in (None, "add") or (add and dtype(node) in (torch.bool, torch.int8, torch.uint8, torch.int16)):
+        raise Unsupported(f"unsupported: {op_name(node)} with reduce={reduce!r} on {dtype(node)}")
+    r = val(index).dim()
+    dim = dim % max(r, 1)
+    ioff = " + ".join(f"j{d} * si{d}" for d in range(r)) or "0"
+    coords = [f"j{d}" if d != dim else "k" for d in range(r)]
+    ooff = " + ".join(f"{c} * so{d}" for d, c in enumerate(coords)) or "0"
+    scalar = not isinstance(src, fx.Node)
+    soff = " + ".join(f"j{d} * ss{d}" for d in range(r)) or "0"
+    value = "sv" if scalar else f"tl.load(src_ptr + {soff}, mask=mask)"
+    # fp16/bf16 scatter_add accumulates in an fp32 copy (bf16 atomics are missing in the interpreter and
+    # on older GPUs; fp32 is also what eager's CPU kernel accumulates in), then casts back (glue)
+    wide = add and dtype(node) in (torch.float16, torch.bfloat16)
+    if wide:
+        value = f"{value}.to(tl.float32)"
+    write = f"tl.atomic_add(out_ptr + {ooff}, v, mask=mask)" if add else f"tl.store(out_ptr + {ooff}, v, mask=mask)"
+    body = [f"k = tl.load(idx_ptr + {ioff}, mask=mask, other=0).to(tl.int64)", "k = tl.where(k < 0, k + kdim, k)",
+            f"v = {value}", write]
+    params = ["out_ptr", "idx_ptr", "sv" if scalar else "src_ptr", "kdim"] + [f"so{d}" for d in range(r)] + \
+        [f"si{d}" for d in range(r)] + ([] if scalar else [f"ss{d}" for d in range(r)])
+    lines = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
+    rest = "offs"
+    for d in range(r - 1, 0, -1):
+        lines += [f"j{d} = {rest} % isize{d}", f"_q{d} = {rest} // isize{d}"]
+        rest = f"_q{d}"
+    if r:
+        lines.append(f"j0 = {rest}")
+    lines += body
+    sig = ", ".join(params + ["n"] + [f"isize{d}" for d in range(1, r)] + ["BLOCK: tl.constexpr"])
+    doc = f"{'scatter_add' if add else 'scatter'} along dim {dim} into a copy of x."
+    head = [f"@triton.jit\ndef {name}({sig}):", f'    """{doc}"""']
+    src_text = "\n".join(head + ["    " + ln for ln in lines]) + "\n"
+    xv, iv, v = names[x], names[index], names[node]
+    sv = expr(src) if scalar else names[src]
+    # the copy of x is glue (a layout copy); the scatter itself is the kernel
+    acc = "_acc" if wide else v
+    launch = [f"{acc} = torch.empty({xv}.shape, dtype={'torch.float32' if wide else torch_dtype(dtype(node))}, "
+              "device=dev)", f"{acc}.copy_({xv})", f"_n = {iv}.numel()",
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {iv}, {sv}, {xv}.shape[{dim}], *{acc}.stride(), "
+              f"*{iv}.stride(), {'' if scalar else f'*{sv}.stride(), '}_n, *{iv}.shape[1:], BLOCK=BLOCK, "
+              "num_warps=NUM_WARPS)"]
+    if wide:
+        launch.append(f"{v} = {acc}.to({torch_dtype(dtype(node))})")
+    return src_text, launch, set()
+
+
 register("flip", Primitive("flip", TUNABLES, flip_kernel))
+register("scatter", Primitive("scatter", TUNABLES, scatter_kernel))
+register("scatter_add", Primitive("scatter", TUNABLES, scatter_kernel))
 register("gather", Primitive("gather", TUNABLES, gather_kernel))
 register("embedding", Primitive("embedding", TUNABLES, embedding_kernel))
 register("index", Primitive("index", TUNABLES, index_kernel))
