@@ -5,6 +5,7 @@ with `Model` in-process (tests/lowering/helpers.py). The harness end-to-end path
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ class Model(nn.Module):
 {init}
 
     def forward(self, {args}):
-        return {expr}
+        return ({expr},)
 
 
 def get_inputs():
@@ -38,12 +39,31 @@ def get_init_inputs():
 '''
 
 
-def _case(tmp_path: Path, name: str, dt: str, args: str, expr: str, inputs: str, init: str = "pass") -> None:
-    spec = tmp_path / f"{name}_{dt}.py"
-    spec.write_text(SPEC.format(dt=dt, args=args, expr=expr, inputs=inputs, init="        " + init))
+def _family(tmp_path: Path, family: str, dt: str, cases: dict[str, tuple[str, str, str]],
+            init: dict[str, str] | None = None) -> None:
+    """All cases of one family in one spec (one lowering: the capture dominates the test's time);
+    case k's arguments are renamed `<name>{k}`, its module `self.m` becomes `self.m{k}`."""
+    args, exprs, inputs, inits = [], [], [], ["pass"]
+    for k, name in enumerate(sorted(cases)):
+        a, expr, inp = cases[name]
+        names = [x.strip() for x in a.split(",")]
+        for n in names:
+            expr = re.sub(rf"\b{n}\b", f"{n}{k}", expr)
+        args += [f"{n}{k}" for n in names]
+        exprs.append(expr.replace("self.m(", f"self.m{k}("))
+        inputs.append(inp)
+        if init and name in init:
+            inits.append(init[name].replace("self.m ", f"self.m{k} "))
+    spec = tmp_path / f"{family}_{dt}.py"
+    spec.write_text(SPEC.format(dt=dt, args=", ".join(args), expr=", ".join(exprs), inputs=", ".join(inputs),
+                                init="\n".join("        " + i for i in inits)))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
     check_candidate(spec, res.source, tmp_path)
+
+
+def _case(tmp_path: Path, name: str, dt: str, args: str, expr: str, inputs: str) -> None:
+    _family(tmp_path, name, dt, {name: (args, expr, inputs)})
 
 
 R = "torch.randn({}, dtype=DT)"
@@ -65,10 +85,8 @@ POINTWISE = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(POINTWISE))
-def test_pointwise(tmp_path: Path, case: str, dt: str) -> None:
-    args, expr, inputs = POINTWISE[case]
-    _case(tmp_path, case, dt, args, expr, inputs)
+def test_pointwise(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "pointwise", dt, POINTWISE)
 
 
 @pytest.mark.parametrize("dt", ("int32", "int64"))
@@ -90,10 +108,8 @@ REDUCTIONS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(REDUCTIONS))
-def test_reductions(tmp_path: Path, case: str, dt: str) -> None:
-    expr, shape = REDUCTIONS[case]
-    _case(tmp_path, case, dt, "x", expr, R.format(shape))
+def test_reductions(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "reductions", dt, {k: ("x", e, R.format(shp)) for k, (e, shp) in REDUCTIONS.items()})
 
 
 def test_integer_reductions(tmp_path: Path) -> None:
@@ -112,10 +128,8 @@ MATMULS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(MATMULS))
-def test_matmul(tmp_path: Path, case: str, dt: str) -> None:
-    args, expr, inputs = MATMULS[case]
-    _case(tmp_path, case, dt, args, expr, inputs)
+def test_matmul(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "matmul", dt, MATMULS)
 
 
 CONVS = {
@@ -129,10 +143,9 @@ CONVS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(CONVS))
-def test_convolution(tmp_path: Path, case: str, dt: str) -> None:
-    mod, shape = CONVS[case]
-    _case(tmp_path, case, dt, "x", "self.m(x)", R.format(shape), init=f"self.m = {mod}.to(DT)")
+def test_convolution(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "conv", dt, {k: ("x", "self.m(x)", R.format(shp)) for k, (_, shp) in CONVS.items()},
+            init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in CONVS.items()})
 
 
 POOLS = {
@@ -145,10 +158,8 @@ POOLS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(POOLS))
-def test_pooling(tmp_path: Path, case: str, dt: str) -> None:
-    expr, shape = POOLS[case]
-    _case(tmp_path, case, dt, "x", expr, R.format(shape))
+def test_pooling(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "pool", dt, {k: ("x", e, R.format(shp)) for k, (e, shp) in POOLS.items()})
 
 
 SCANS = {
@@ -158,10 +169,8 @@ SCANS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(SCANS))
-def test_scans(tmp_path: Path, case: str, dt: str) -> None:
-    expr, inputs = SCANS[case]
-    _case(tmp_path, case, dt, "x", expr, inputs)
+def test_scans(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "scan", dt, {k: ("x", e, inp) for k, (e, inp) in SCANS.items()})
 
 
 def test_integer_cumsum(tmp_path: Path) -> None:
@@ -176,10 +185,8 @@ GATHERS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(GATHERS))
-def test_gathers(tmp_path: Path, case: str, dt: str) -> None:
-    args, expr, inputs = GATHERS[case]
-    _case(tmp_path, case, dt, args, expr, inputs, init="self.emb = nn.Embedding(11, 5).to(DT)")
+def test_gathers(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "gather", dt, GATHERS, init={"embedding": "self.emb = nn.Embedding(11, 5).to(DT)"})
 
 
 SCATTERS = {
@@ -191,7 +198,5 @@ SCATTERS = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", sorted(SCATTERS))
-def test_scatters(tmp_path: Path, case: str, dt: str) -> None:
-    args, expr, inputs = SCATTERS[case]
-    _case(tmp_path, case, dt, args, expr, inputs)
+def test_scatters(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "scatter", dt, SCATTERS)
