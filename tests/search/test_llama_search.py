@@ -75,7 +75,7 @@ def test_search_from_a_lowered_parent_with_the_llm_step(llama, tmp_path: Path, m
     seed = tmp_path / "lowered_add.py"
     seed.write_text(lowered.source)
     monkeypatch.setenv("WORKBENCH_LLM_API_KEY", llama.key)
-    step = {"best_of": 2, "temperatures": [0.2, 0.9], "context_window": 4096}
+    step = {"best_of": 2, "temperatures": [0.2, 0.9], "context_window": 4096, "samples": "off"}
     try:
         with llama.watch():
             run = workbench.optimize(FIX / "add_spec.py", seeds=[seed], llm="openai",
