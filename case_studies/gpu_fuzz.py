@@ -109,7 +109,7 @@ def fm_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | None)
     from case_studies.optimized_fm.reference import optimized_fm_reference
 
     x, y = make_inputs(p, getattr(torch, dtype), DEVICE)
-    out = dispatch.optimized_fm(x, y) if name == "dispatch" else fk.optimized_fm(x, y, config=cfg)
+    out = dispatch.optimized_fm(x, y) if name == "dispatch" else fk.triton_optimized_fm(x, y, config=cfg)
     return out, optimized_fm_reference(x, y), optimized_fm_reference(x.float(), y.float())
 
 
@@ -136,7 +136,7 @@ def pffn_run(p: dict[str, int], dtype: str, name: str, cfg: dict[str, Any] | Non
     from case_studies.pffn.reference import pffn_reference
 
     ins = make_inputs(p, getattr(torch, dtype), DEVICE)
-    out = dispatch.pffn(*ins) if name == "dispatch" else pk.pffn(*ins, config=cfg)
+    out = dispatch.pffn(*ins) if name == "dispatch" else pk.triton_pffn(*ins, config=cfg)
     return out, pffn_reference(*ins), pffn_reference(*(t.float() for t in ins))
 
 

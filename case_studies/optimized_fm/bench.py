@@ -60,9 +60,9 @@ CHECKS = {"shapes": [_shape(5, 7, b=5, d=123), _shape(128, 64, b=3)], "dtypes": 
 
 
 def check_kernel(inputs: tuple, config: dict[str, Any], probes: bool) -> torch.Tensor:
-    from case_studies.optimized_fm.kernel import optimized_fm
+    from case_studies.optimized_fm.kernel import triton_optimized_fm
 
-    return optimized_fm(*inputs, config=config, probes=probes)
+    return triton_optimized_fm(*inputs, config=config, probes=probes)
 
 
 def check_reference(inputs: tuple) -> torch.Tensor:
@@ -100,10 +100,10 @@ def warm_compile_cache() -> None:
 
 
 def case() -> CaseStudyBench:
-    from case_studies.optimized_fm.kernel import optimized_fm
+    from case_studies.optimized_fm.kernel import triton_optimized_fm
 
     warm_compile_cache()
-    contenders = {**pytorch_contenders(optimized_fm_reference), "triton": kernel(optimized_fm)}
+    contenders = {**pytorch_contenders(optimized_fm_reference), "triton": kernel(triton_optimized_fm)}
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", triton="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
@@ -111,11 +111,11 @@ def case() -> CaseStudyBench:
 
 
 def configured(config: dict[str, Any]) -> Any:
-    """Our kernel pinned to `config` (a `kernel.optimized_fm` config dict) as a contender factory, for A/B runs
+    """Our kernel pinned to `config` (a `kernel.triton_optimized_fm` config dict) as a contender factory, for A/B runs
     (`benchmarks/case_studies/ab.py`)."""
     import functools
 
     from case_studies.common.contenders import kernel as kernel_contender
-    from case_studies.optimized_fm.kernel import optimized_fm
+    from case_studies.optimized_fm.kernel import triton_optimized_fm
 
-    return kernel_contender(functools.partial(optimized_fm, config=dict(config)))
+    return kernel_contender(functools.partial(triton_optimized_fm, config=dict(config)))

@@ -315,8 +315,8 @@ def _constexprs(cfg: dict) -> dict:
             "TRANSPOSED": cfg.get("TRANSPOSED", False)}
 
 
-def optimized_fm(x: torch.Tensor, y: torch.Tensor, *, config: dict | None = None,
-                 autotune: bool | None = None, probes: bool = False) -> torch.Tensor:
+def triton_optimized_fm(x: torch.Tensor, y: torch.Tensor, *, config: dict | None = None,
+                        autotune: bool | None = None, probes: bool = False) -> torch.Tensor:
     """`x @ (x^T @ y)` for x `[B, N, D]`, y `[N, K]` -> `[B, N, K]`, in one kernel.
 
     On a GPU the first call for a call signature validates, tunes (or takes `config`) and launches
@@ -381,4 +381,10 @@ class ModelNew(nn.Module):
         self.proj = nn.Parameter(torch.randn(n, k, dtype=torch_dtype(dtype)) / n ** 0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return optimized_fm(x, self.proj)
+        return triton_optimized_fm(x, self.proj)
+
+
+# The earlier name of `triton_optimized_fm`, kept while notebooks/case_studies/optimized_fm.ipynb still imports
+# it (its owner moves it to `triton_optimized_fm`; then this line goes): the dispatching `optimized_fm` is
+# `dispatch.optimized_fm`.
+optimized_fm = triton_optimized_fm

@@ -65,9 +65,9 @@ CHECKS = {"shapes": [_shape(5, 123, n=2, k=48), _shape(70, 512, n=3)], "dtypes":
 
 
 def check_kernel(inputs: tuple, config: dict[str, Any], probes: bool) -> torch.Tensor:
-    from case_studies.pffn.kernel import pffn
+    from case_studies.pffn.kernel import triton_pffn
 
-    return pffn(*inputs, config=config, probes=probes)
+    return triton_pffn(*inputs, config=config, probes=probes)
 
 
 def check_reference(inputs: tuple) -> torch.Tensor:
@@ -116,16 +116,16 @@ def _erff_variant(params: dict[str, Any], inputs: Sequence[Any]) -> Callable[[],
     x = inputs[0]
     tuned = [c for k, c in pk.best_config().items()
              if tuple(k[:3]) == (params["B"], params["D"], params["K"]) and str(x.dtype) in map(str, k)]
-    fn = functools.partial(pk.pffn, config={**(tuned[0] if tuned else {}), "FAST_GELU": 0})
+    fn = functools.partial(pk.triton_pffn, config={**(tuned[0] if tuned else {}), "FAST_GELU": 0})
     fn(*inputs)
     return lambda: fn(*inputs)
 
 
 def case() -> CaseStudyBench:
-    from case_studies.pffn.kernel import pffn
+    from case_studies.pffn.kernel import triton_pffn
 
     warm_compile_cache()
-    contenders = {**pytorch_contenders(pffn_reference), "triton": kernel(pffn), "triton_erff": _erff_variant}
+    contenders = {**pytorch_contenders(pffn_reference), "triton": kernel(triton_pffn), "triton_erff": _erff_variant}
     roles = {c: "pytorch" for c in contenders}
     roles.update(eager="baseline", triton="kernel", triton_erff="kernel")
     return CaseStudyBench(make_inputs=make_inputs, contenders=contenders, flops=flops, nbytes=nbytes,
@@ -133,11 +133,11 @@ def case() -> CaseStudyBench:
 
 
 def configured(config: dict[str, Any]) -> Any:
-    """Our kernel pinned to `config` (a `kernel.pffn` config dict) as a contender factory, for A/B runs
+    """Our kernel pinned to `config` (a `kernel.triton_pffn` config dict) as a contender factory, for A/B runs
     (`benchmarks/case_studies/ab.py`)."""
     import functools
 
     from case_studies.common.contenders import kernel as kernel_contender
-    from case_studies.pffn.kernel import pffn
+    from case_studies.pffn.kernel import triton_pffn
 
-    return kernel_contender(functools.partial(pffn, config=dict(config)))
+    return kernel_contender(functools.partial(triton_pffn, config=dict(config)))

@@ -31,7 +31,7 @@ def _inputs(shape, dtype, seed=0):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_kernel_matches_reference(shape, dtype, atol, rtol):
     x, y = _inputs(shape, dtype)
-    out = kernel.optimized_fm(x, y)
+    out = kernel.triton_optimized_fm(x, y)
     ref = optimized_fm_reference(x, y).float()   # PyTorch's own rounding of the intermediate
     assert out.shape == ref.shape and out.dtype == dtype
     err = (out.float() - ref).abs()
@@ -44,7 +44,7 @@ def test_several_batch_elements_per_program_and_wide_d_chunks():
     ref = optimized_fm_reference(x, y).float()
     for cfg in ({"BLOCK_B": 2, "BLOCK_D": 32}, {"BLOCK_B": 4, "BLOCK_D": 64, "num_warps": 8},
                 {"BLOCK_B": 1, "BLOCK_D": 128}, {"BLOCK_B": 4, "BLOCK_D": 128, "num_stages": 1}):
-        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
+        torch.testing.assert_close(kernel.triton_optimized_fm(x, y, config=cfg).float(), ref, atol=1e-2, rtol=1e-2)
 
 
 @pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
@@ -55,7 +55,7 @@ def test_whole_row_loads_at_the_production_d(dtype, atol, rtol):
     for cfg in ({"BLOCK_D": 256, "BLOCK_B": 1, "num_stages": 1, "PIPELINE": False},
                 {"BLOCK_D": 256, "BLOCK_B": 2, "PIPELINE": False},
                 {"BLOCK_D": 256, "BLOCK_B": 4, "num_warps": 8, "PIPELINE": False}):
-        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
+        torch.testing.assert_close(kernel.triton_optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
 
 
 @pytest.mark.parametrize("dtype,atol,rtol", DTYPES)
@@ -67,7 +67,7 @@ def test_streaming_loop_covers_every_batch_element(dtype, atol, rtol, transposed
     ref = optimized_fm_reference(x, y).float()
     for bb in (2, 3, 8):
         cfg = {"BLOCK_D": 256, "BLOCK_B": bb, "PIPELINE": True, "TRANSPOSED": transposed}
-        torch.testing.assert_close(kernel.optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
+        torch.testing.assert_close(kernel.triton_optimized_fm(x, y, config=cfg).float(), ref, atol=atol, rtol=rtol)
 
 
 def test_streaming_configs_are_pruned_where_they_do_not_fit():
@@ -93,9 +93,9 @@ def test_autotune_space_is_pruned_to_what_fits():
 def test_rejects_bad_inputs():
     x, y = _inputs((2, 5, 8, 4), torch.float16)
     with pytest.raises(ValueError):
-        kernel.optimized_fm(x, y[:3])
+        kernel.triton_optimized_fm(x, y[:3])
     with pytest.raises(TypeError):
-        kernel.optimized_fm(x, y.float())
+        kernel.triton_optimized_fm(x, y.float())
 
 
 def test_spec_model_and_seed_candidate_agree():

@@ -41,7 +41,7 @@ def _check(out, ref, atol, rtol):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_kernel_matches_reference(shape, dtype, atol, rtol):
     ts = _inputs(shape, dtype)
-    out = kernel.pffn(*ts)
+    out = kernel.triton_pffn(*ts)
     assert out.shape == ts[0].shape and out.dtype == dtype
     _check(out, pffn_reference(*ts), atol, rtol)
 
@@ -54,7 +54,7 @@ def test_kernel_matches_reference(shape, dtype, atol, rtol):
 ])
 def test_k_chunks_and_row_tiles(shape, cfg):
     ts = _inputs(shape, torch.float16)
-    _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), 1e-2, 1e-2)
+    _check(kernel.triton_pffn(*ts, config=cfg), pffn_reference(*ts), 1e-2, 1e-2)
 
 
 @pytest.mark.parametrize("dtype,atol,rtol", DTYPES[1:])
@@ -65,11 +65,11 @@ def test_tma_path_in_the_interpreter(monkeypatch, dtype, atol, rtol):
     ts = _inputs((2, 20, 64, 48), dtype)
     assert kernel.tma_layout_ok(ts[1], ts[2], 64)
     for cfg in ({"BLOCK_KC": 16, "BLOCK_B": 16}, {"BLOCK_KC": 32, "BLOCK_B": 32}):
-        _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+        _check(kernel.triton_pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
     assert not kernel.tma_layout_ok(*_inputs((1, 4, 100, 48), dtype)[1:3], 128)   # 200-byte rows
     assert not kernel.tma_layout_ok(*_inputs((1, 4, 512, 48), dtype)[1:3], 512)   # box over 256
     ts = _inputs((1, 18, 320, 32), dtype)                                         # two D tiles of 256
-    _check(kernel.pffn(*ts, config={"BLOCK_KC": 16, "BLOCK_B": 16}), pffn_reference(*ts), atol, rtol)
+    _check(kernel.triton_pffn(*ts, config={"BLOCK_KC": 16, "BLOCK_B": 16}), pffn_reference(*ts), atol, rtol)
 
 
 def test_autotune_space_is_pruned_to_what_fits():
@@ -84,9 +84,9 @@ def test_autotune_space_is_pruned_to_what_fits():
 def test_rejects_bad_inputs():
     ts = _inputs((2, 5, 8, 16), torch.float16)
     with pytest.raises(ValueError):
-        kernel.pffn(ts[0], ts[1][:, :4], *ts[2:])
+        kernel.triton_pffn(ts[0], ts[1][:, :4], *ts[2:])
     with pytest.raises(TypeError):
-        kernel.pffn(ts[0].float(), *ts[1:])
+        kernel.triton_pffn(ts[0].float(), *ts[1:])
 
 
 def test_spec_model_and_seed_candidate_agree():
@@ -141,14 +141,15 @@ def test_split_k_matches_reference(shape, cfg, dtype, atol, rtol):
     Three calls in a row on fresh data: the counters must be back at zero after each."""
     for seed in range(3):
         ts = _inputs(shape, dtype, seed)
-        _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+        _check(kernel.triton_pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
 
 
 def test_split_k_tma_path_in_the_interpreter(monkeypatch):
     monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
     ts = _inputs((2, 20, 64, 48), torch.float16)
-    _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}), pffn_reference(*ts), 1e-2, 1e-2)
-    _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2, "W2_EARLY": 1}),
+    _check(kernel.triton_pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}), pffn_reference(*ts),
+           1e-2, 1e-2)
+    _check(kernel.triton_pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2, "W2_EARLY": 1}),
            pffn_reference(*ts), 1e-2, 1e-2)
 
 
@@ -161,7 +162,7 @@ def test_io_tma_and_gelu_variants(monkeypatch, dtype, atol, rtol):
         ts = _inputs(shape, dtype)
         ref = pffn_reference(*ts)
         for extra in ({"IO_TMA": 1}, {"IO_TMA": 1, "TMA": 0}, {"FAST_GELU": 0}, {"FAST_GELU": 1}):
-            _check(kernel.pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, **extra}), ref, atol, rtol)
+            _check(kernel.triton_pffn(*ts, config={"BLOCK_B": 16, "BLOCK_KC": 16, **extra}), ref, atol, rtol)
 
 
 @triton.jit
@@ -203,11 +204,11 @@ def test_host_tma_descriptors_in_the_interpreter(monkeypatch, shape, cfg, dtype,
     monkeypatch.setattr(kernel, "tma_ok", kernel.tma_layout_ok)
     ts = _inputs(shape, dtype)
     cfg = {**cfg, "HOST_TMA": 1}
-    _check(kernel.pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
+    _check(kernel.triton_pffn(*ts, config=cfg), pffn_reference(*ts), atol, rtol)
     other = _inputs(shape, dtype, seed=1)
     real = kernel.host_descriptors
     monkeypatch.setattr(kernel, "host_descriptors", lambda w1, w2, dt, kc: real(other[1], other[2], dt, kc))
-    _check(kernel.pffn(*ts, config=cfg), pffn_reference(ts[0], *other[1:3], *ts[3:]), atol, rtol)
+    _check(kernel.triton_pffn(*ts, config=cfg), pffn_reference(ts[0], *other[1:3], *ts[3:]), atol, rtol)
 
 
 def test_host_tma_is_ignored_where_the_2d_views_do_not_fit(monkeypatch):
@@ -225,4 +226,4 @@ def test_host_tma_is_ignored_where_the_2d_views_do_not_fit(monkeypatch):
                        ((1, 17, 123, 48), {"BLOCK_B": 16, "BLOCK_KC": 16, "SPLIT_K": 2}),
                        ((2, 20, 64, 48), {"HOST_TMA": 1})):                           # no tiles: ignored
         ts = _inputs(shape, torch.float16)
-        _check(kernel.pffn(*ts, config={**cfg, "HOST_TMA": 1}), pffn_reference(*ts), 1e-2, 1e-2)
+        _check(kernel.triton_pffn(*ts, config={**cfg, "HOST_TMA": 1}), pffn_reference(*ts), 1e-2, 1e-2)
