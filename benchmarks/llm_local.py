@@ -357,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     plan = [(c, a, i) for i in range(args.n) for a in arms for c in cases]
     turns = {c.name: k for k, c in enumerate(cases)}  # rotates the region over specs and proposals
     try:
-        with LlamaServer(model, args.out / f".{tag}_server.log", n_ctx=args.n_ctx, n_threads=args.threads) as srv:
+        log_dir = ROOT / ".cache"  # git-ignored: the server's log is not a result
+        log_dir.mkdir(exist_ok=True)
+        server_log = log_dir / f"llm_local_{tag}_server.log"
+        with LlamaServer(model, server_log, n_ctx=args.n_ctx, n_threads=args.threads) as srv:
             llm = get_provider("openai", base_url=srv.url, api_key=srv.key, timeout_s=1800, max_retries=0)
             for case, arm, i in tqdm(plan, desc=f"{tag} proposals"):
                 if time.monotonic() - t_start > args.deadline_s:
