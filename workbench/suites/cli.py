@@ -73,6 +73,10 @@ def _report(args: argparse.Namespace) -> int:
         print(f"workbench suite: error: {exc}", file=sys.stderr)
         return 2
     with SuiteStore(path / STORE_NAME) as store:
+        if store.meta("provenance") is None:  # a run stopped before its end wrote none (older runs)
+            from workbench.provenance import collect
+
+            store.set_meta("provenance", {**collect(), "note": "collected when the report was written"})
         report, _ = write_report(path, store)
     print(json.dumps(report, indent=1, default=str) if args.json else summary_table(report))
     return 0

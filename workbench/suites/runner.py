@@ -329,6 +329,7 @@ def run_suite(cfg: SuiteConfig, problems: list[Problem] | None = None, *, run_di
         store.add_problems([ProblemRow(problem_id=p.problem_id, seq=i, level=p.level, name=p.name,
                                        spec_path=p.spec_path) for i, p in enumerate(problems)])
     cfg.validate()
+    store.set_meta("provenance", collect())  # again at the end; a killed run keeps this one
     runner = SuiteRunner(cfg, path, store, progress=progress)
     t0 = time.time()
     try:
