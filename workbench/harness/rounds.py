@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
+from workbench.harness.timing import quantile
 
 JUDGED_PER_ROUND = 2
 
@@ -51,17 +52,9 @@ class RoundPlan:
         return cls(rounds=3, target_s=0.05, r_max=min(r_max, 20))
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 def summarize(per_rep_s: list[float], reps: int) -> dict[str, float]:
     us = [t * 1e6 for t in per_rep_s]
-    return {"median_us": statistics.median(us), "p20_us": _quantile(us, 0.2), "p80_us": _quantile(us, 0.8),
+    return {"median_us": statistics.median(us), "p20_us": quantile(us, 0.2), "p80_us": quantile(us, 0.8),
             "reps": reps, "rounds": len(us)}
 
 

@@ -30,7 +30,8 @@ class TimingConfig:
         return cls(target_s=0.3, min_reps=3, max_reps=20, warmup=1)
 
 
-def _quantile(xs: list[float], q: float) -> float:
+def quantile(xs: list[float], q: float) -> float:
+    """Linear-interpolated quantile of `xs` (q in [0, 1]): the harness's and the case studies' one definition."""
     s = sorted(xs)
     pos = q * (len(s) - 1)
     lo = int(pos)
@@ -75,5 +76,5 @@ def time_callable(fn: Callable[[], object], prepare: Callable[[int], None], devi
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e6)
-    return {"median_us": statistics.median(times), "p20_us": _quantile(times, 0.2),
-            "p80_us": _quantile(times, 0.8), "reps": reps, "last_rep": reps - 1}
+    return {"median_us": statistics.median(times), "p20_us": quantile(times, 0.2),
+            "p80_us": quantile(times, 0.8), "reps": reps, "last_rep": reps - 1}
