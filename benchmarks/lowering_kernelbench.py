@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 log = logging.getLogger("lowering_kernelbench")
 FIELDS = ["level", "problem", "lowered", "status", "correct", "reason", "n_ops", "overrides", "lower_s", "eval_s",
-          "max_abs_err"]
+          "max_abs_err", "commit"]
 
 
 def _one_line(text: str) -> str:
@@ -73,11 +73,19 @@ def main(argv: list[str] | None = None) -> int:
         with out.open() as f:
             done = {(int(r["level"]), r["problem"]) for r in csv.DictReader(f)}
     new_file = not out.is_file()
+    import subprocess
+
     from tqdm import tqdm
 
     from workbench.harness import Harness
     from workbench.lowering import lower_spec
     from workbench.suites.sizing import auto_size
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "workbench/lowering"], capture_output=True,
+                           text=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    commit += "+dirty" if dirty else ""
 
     with Harness(device=args.device) as harness, out.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
@@ -85,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             w.writeheader()
         for lvl, path in tqdm([t for t in todo if (t[0], t[1].stem) not in done], desc="kernelbench", unit="problem"):
             row = {"level": lvl, "problem": path.stem, "lowered": False, "status": "", "correct": False, "reason": "",
-                   "n_ops": 0, "overrides": "", "lower_s": 0.0, "eval_s": 0.0, "max_abs_err": ""}
+                   "n_ops": 0, "overrides": "", "lower_s": 0.0, "eval_s": 0.0, "max_abs_err": "", "commit": commit}
             try:
                 overrides = auto_size(path, args.max_elems) if args.max_elems else {}
             except Exception as exc:  # a spec the sizer cannot load is this problem's failure, with its reason
