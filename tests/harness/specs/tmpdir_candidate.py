@@ -1,6 +1,7 @@
 """vector_add, plus a temporary file in TMPDIR as Triton's compiler makes on a GPU: the sandbox's tmp must be writable
 by the candidate's uid (a GPU-only failure once: every kernel compile hit EACCES)."""
 import tempfile
+
 import torch
 import torch.nn as nn
 import triton
