@@ -105,7 +105,7 @@ class LlamaServer:
         self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT)
         t0 = time.monotonic()
         while time.monotonic() - t0 < self.ready_timeout_s:
-            self.ensure_alive("while starting")
+            self.ensure_alive("while starting")  # no grace: polled every 0.25 s anyway
             try:
                 r = httpx.get(f"{self.url}/models", headers={"Authorization": f"Bearer {self.key}"}, timeout=2)
                 if r.status_code == 200:
@@ -139,19 +139,30 @@ class LlamaServer:
         self.stop()
 
     # -- watching ---------------------------------------------------------------------------------
-    def death(self) -> str | None:
-        """None while the server runs; otherwise one line: how it ended and its log tail."""
-        if self.proc is None or self.proc.poll() is None:
+    def death(self, grace_s: float = 0.0, when: str = "") -> str | None:
+        """None while the server runs; otherwise one line: how it ended and its log tail.
+
+        `grace_s`: a client sees the connection drop a moment before the process is reaped, so wait
+        that long for it to finish dying before calling it alive.
+        """
+        if self.proc is None:
+            return None
+        if grace_s > 0:
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.poll() is None:
             return None
         if self._log is not None:
             self._log.flush()
-        return (f"llama.cpp server (pid {self.proc.pid}) {describe_exit(self.proc.returncode)}; "
-                f"log tail: {_tail(self.log_path, 1500)}")  # fmt: skip
+        return (f"llama.cpp server (pid {self.proc.pid}) {describe_exit(self.proc.returncode)}"
+                f"{' ' + when if when else ''}; log tail: {_tail(self.log_path, 1500)}")  # fmt: skip
 
-    def ensure_alive(self, when: str = "") -> None:
-        line = self.death()
+    def ensure_alive(self, when: str = "", grace_s: float = 0.0) -> None:
+        line = self.death(grace_s=grace_s, when=when)
         if line is not None:
-            raise ServerDied(f"{line} ({when})" if when else line)
+            raise ServerDied(line)
 
     @contextlib.contextmanager
     def watch(self) -> Iterator[None]:
@@ -163,11 +174,11 @@ class LlamaServer:
         try:
             yield
         except Exception as e:
-            line = self.death()
+            line = self.death(grace_s=2.0)
             if line is not None:
                 raise ServerDied(line) from e
             raise
-        self.ensure_alive()
+        self.ensure_alive(grace_s=0.5)
 
 
 def smoke_check(model: Path, *, max_tokens: int = 8, timeout_s: float = 300.0) -> str | None:
