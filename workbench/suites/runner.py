@@ -75,6 +75,7 @@ class SuiteRunner:
         self.progress = progress
         self._evaluator: Any = None
         self._evaluator_error: EvaluatorUnavailable | None = None
+        self._stopping = threading.Event()  # the run is ending: a problem still in flight is not at fault
         self._lock = threading.Lock()
         self._servers: "queue.Queue[Any]" = queue.Queue()
         self._all_servers: list[Any] = []
@@ -154,6 +155,7 @@ class SuiteRunner:
             for fut in futs:
                 fut.result()
         except BaseException:  # Ctrl-C: problems not started stay pending (resume runs them), in flight stay running
+            self._stopping.set()
             for fut in futs:
                 fut.cancel()
             raise
@@ -176,6 +178,11 @@ class SuiteRunner:
             self.store.reset([row.problem_id])  # not the problem's fault: it stays to run on resume
             raise
         except Exception as exc:  # the suite's own fault on this problem: reported, the run goes on
+            if self._stopping.is_set() or self._evaluator_error is not None:
+                # the run is being torn down under this problem (its fork server closed): not its fault
+                log.info("problem %s left pending: the run stopped while it was in flight", row.problem_id)
+                self.store.reset([row.problem_id])
+                return record
             log.exception("problem %s failed inside the suite runner", row.problem_id)
             status, record["diagnosis"] = "failed", f"suite error: {type(exc).__name__}: {exc}".splitlines()[0]
         record["wall_s"] = round(time.time() - t0, 3)
