@@ -132,21 +132,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-# Imports known to close cycles, owned by another issue: (importer, prefix of what it imports) -> why. They
-# are taken out before the cycle check; if the graph has cycles only through them, the test is an expected
-# failure naming the issue; any other cycle fails. (The harness -> evaluator -> distributed cycle of issue 15
-# is gone: the harness rewrite broke it.)
-KNOWN_BACK_EDGES = {
-    ("workbench.lowering.primitives", "workbench.lowering."):
-        "issue 16: primitives.load_all() imports the modules that register themselves in its registry",
-}
-
-
-def _without_known_back_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    return {m: {d for d in deps if not any(m == src and d.startswith(pre) for src, pre in KNOWN_BACK_EDGES)}
-            for m, deps in graph.items()}
-
-
 def test_graph_reader_sees_lazy_relative_and_submodule_imports(tmp_path):
     g = _graph(("case_studies",))
     assert "case_studies.common.results" in g["case_studies.common.runner"] or \
@@ -158,11 +143,8 @@ def test_graph_reader_sees_lazy_relative_and_submodule_imports(tmp_path):
 
 
 def test_no_import_cycles_in_the_library_packages():
-    graph = _graph(PACKAGES)
-    unexpected = _cycles(_without_known_back_edges(graph))
-    assert not unexpected, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in unexpected)
-    if _cycles(graph):
-        pytest.xfail("; ".join(KNOWN_BACK_EDGES.values()))
+    cycles = _cycles(_graph(PACKAGES))
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_dependencies_run_one_way():

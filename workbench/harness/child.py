@@ -107,15 +107,25 @@ _WARM: dict[str, Any] = {}
 
 
 def gpu_warm(device: str, matmuls: int = 6) -> None:
-    """Keep the GPU busy for about a millisecond: after seconds of host-side staging its clocks are down,
-    and a round of a few short repetitions would run at idle clocks. Both contenders run it."""
+    """Keep the GPU busy before a round: after seconds of host-side staging its clocks are down, and a
+    round of a few short repetitions would run at idle clocks. Both contenders run it, the same way:
+    `matmuls` fp16 4096^3 products (about 1 ms on an H200), or with `WB_WARM_MS` set, products until that
+    many milliseconds of wall time have passed (a diagnosis knob of the timing bias, docs/harness.md)."""
     if device != "cuda":
         return
     if "w" not in _WARM:
         _WARM["w"] = torch.ones(4096, 4096, dtype=torch.float16, device="cuda")
         _WARM["o"] = torch.empty_like(_WARM["w"])
-    for _ in range(matmuls):
-        torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+    warm_s = float(os.environ.get("WB_WARM_MS", "0") or 0) / 1000.0
+    if warm_s <= 0:
+        for _ in range(matmuls):
+            torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+        return
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warm_s:
+        for _ in range(4):
+            torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+        torch.cuda.synchronize()
 
 
 def _load(path: Path, device: str) -> list[Any]:

@@ -14,12 +14,13 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from workbench.lowering import conv, glue, templates
+# gather, pool and scan register their primitives on import
+from workbench.lowering import conv, gather, glue, pool, scan, templates  # noqa: F401
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
 from workbench.lowering.pointwise import HELPERS
-from workbench.lowering.primitives import PRIMITIVES, load_all
+from workbench.lowering.primitives import PRIMITIVES
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,6 @@ class Emitter:
                 name = op_name(n)
                 if name not in self.ops:
                     self.ops.append(name)
-        load_all()
         group_of = partition(self.graph)
         used_outside = outside_users(self.graph, group_of)
         last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}

@@ -1,4 +1,7 @@
-"""Registry of the standalone primitives (ops that are one kernel each, without fusion)."""
+"""Registry of the standalone primitives (ops that are one kernel each, without fusion).
+
+The modules that define primitives register themselves on import; `codegen` imports them (importing them
+from here would close a cycle: each of them imports `register` from this module)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +22,3 @@ PRIMITIVES: dict[str, Primitive] = {}
 
 def register(op: str, prim: Primitive) -> None:
     PRIMITIVES[op] = prim
-
-
-def load_all() -> None:
-    """Import the modules that register primitives (each registers itself on import)."""
-    from workbench.lowering import gather, pool, scan  # noqa: F401
