@@ -8,9 +8,9 @@ Nothing imports it. Run on the GPU machine from the repository root:
 Part A, in one trusted process (no harness), for each bundled example at its production shape, the
 reference (eager), torch.compile of it and the example's Triton candidate:
 - `events`: CUDA events around one call, inputs from a pool of fresh sets, L2 flushed before each call;
-- `round_<warm>`: the harness's protocol imitated: 1 s idle (what staging does to the GPU), a warm-up
+- `round_<warm>`: the harness's protocol imitated: 0.5 s idle (what staging does to the GPU), a warm-up
   (none, 6 fp16 matmuls, 30 ms of matmuls), then R calls on R distinct sets between two reads of
-  `perf_counter` around a synchronize; the per-call time is the median over 6 rounds;
+  `perf_counter` around a synchronize; the per-call time is the median over 5 rounds;
 - `host_us`: the host-side cost of one call (100 calls without a synchronize, divided by 100).
 Part B, the real harness on the same examples, each variant in its own harness server: the default,
 `WB_WARM_MS=30`, `WB_GUARDS=off` (no audit hook in the candidate) and `WB_SANDBOX=off` (no namespaces,
@@ -96,8 +96,8 @@ def part_a(out: Path) -> list[dict]:
                 row["R"] = r
                 for kind in ("none", "mm6", "30ms"):
                     per = []
-                    for _ in range(6):
-                        time.sleep(1.0)
+                    for _ in range(5):
+                        time.sleep(0.5)
                         warm(kind)
                         torch.cuda.synchronize()
                         t0 = time.perf_counter()
@@ -123,7 +123,7 @@ VARIANTS = {"default": {}, "warm30": {"WB_WARM_MS": "30"}, "guards_off": {"WB_GU
             "sandbox_off": {"WB_SANDBOX": "off"}}
 
 
-def part_b(out: Path, variants: list[str], budget_s: float) -> list[dict]:
+def part_b(out: Path, variants: list[str], budget_s: float, device: str = "cuda") -> list[dict]:
     from workbench.harness import Harness
 
     rows = []
@@ -132,7 +132,7 @@ def part_b(out: Path, variants: list[str], budget_s: float) -> list[dict]:
         saved = {k: os.environ.get(k) for k in VARIANTS[var]}
         os.environ.update(VARIANTS[var])
         try:
-            with Harness(device="cuda") as h:
+            with Harness(device=device) as h:
                 h.start()
                 for ex in EXAMPLES:
                     if time.monotonic() > deadline:
@@ -167,10 +167,12 @@ def main() -> int:
     ap.add_argument("--variants", default="default,warm30,guards_off,sandbox_off")
     ap.add_argument("--budget-s", type=float, default=200.0, help="part B stops starting evaluations after this")
     ap.add_argument("--skip-a", action="store_true")
+    ap.add_argument("--device", default="cuda", help="cpu: a dry run of part B (with --skip-a)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu",
+    smi = subprocess.Popen(["nvidia-smi" if args.device == "cuda" else "true",
+                            "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu",
                             "--format=csv", "-lms", "50"], stdout=(out / "clocks.csv").open("w"),
                            stderr=subprocess.DEVNULL)
     try:
@@ -182,7 +184,7 @@ def main() -> int:
             part_a(out)
         (out / "marks.txt").write_text(f"part_a {t0:.3f} {time.time():.3f}\n")
         t1 = time.time()
-        part_b(out, args.variants.split(","), args.budget_s)
+        part_b(out, args.variants.split(","), args.budget_s, args.device)
         with (out / "marks.txt").open("a") as f:
             f.write(f"part_b {t1:.3f} {time.time():.3f}\n")
     finally:
