@@ -1,6 +1,7 @@
 """Where the hostile harness's GPU timing bias comes from (issue 15), in one device call.
 
-Frozen experiment: written at commit 'b8edcf3' (+ this folder), results in results/harness/gpu_timing_diag/.
+Frozen experiment, prepared at commit 482584c and not yet run (see README.md here); it would write
+results/harness/gpu_timing_diag/.
 Nothing imports it. Run on the GPU machine from the repository root:
 
     PYTHONPATH=. python experiments/harness_gpu_timing/diag.py --out $OUT/diag
