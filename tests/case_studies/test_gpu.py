@@ -1,5 +1,5 @@
 """The case-study kernels compiled for a GPU: the device checks each benchmark declares (`bench.CHECKS`,
-the spec shapes of the exact cases) and the random-shape fuzzer (`case_studies.gpu_fuzz`).
+the spec shapes of the exact cases) and the random-shape fuzzer (`benchmarks/case_studies/gpu_fuzz.py`).
 
     pytest -m gpu tests/case_studies/test_gpu.py        # on a machine with a CUDA device
 
@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from case_studies import gpu_fuzz
+from benchmarks.case_studies import gpu_fuzz
 from case_studies.common.checks import exact_checks, float_checks
 
 pytestmark = pytest.mark.gpu

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from case_studies import gpu_fuzz as gf
+from benchmarks.case_studies import gpu_fuzz as gf
 
 
 def test_random_shapes_are_valid_problems():

@@ -1,6 +1,6 @@
 """Random odd shapes for the compute case studies' kernels on a GPU, every config they may run.
 
-    PYTHONPATH=. python -m case_studies.gpu_fuzz --out "$OUT/fuzz.json" --shapes 12 --seed 0
+    PYTHONPATH=. python benchmarks/case_studies/gpu_fuzz.py --out "$OUT/fuzz.json" --shapes 12 --seed 0
 
 The CPU tests run Triton's interpreter, which computes some things right that a GPU build gets wrong (the
 conv1d padding-0 bug: results/case_studies/conv1d/pad0_bug/). Here, per case study (conv1d, Optimized FM,
@@ -12,6 +12,11 @@ eager PyTorch in the same dtype (so a dtype's own rounding is never blamed on th
 
 Every (case, dtype, shape) runs in a process of its own (a CUDA illegal-address error poisons the rest of
 its process); a process that dies is resumed from the next config in a new one.
+
+A benchmark driver, not library code: its users are this command line and the `pytest -m gpu` checks
+(tests/case_studies/test_gpu.py); nothing in the packages imports it (it lived in case_studies/ until
+issue 18; results/case_studies/gpu_fuzz/ was recorded with it there, under the logger name
+`case_studies.gpu_fuzz`).
 """
 from __future__ import annotations
 
@@ -28,7 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("case_studies.gpu_fuzz")
+if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import common  # noqa: E402
+
+log = logging.getLogger("benchmarks.case_studies.gpu_fuzz")
 DEVICE = os.environ.get("FUZZ_DEVICE", "cuda")   # "cpu" with TRITON_INTERPRET=1: a dry run of the plumbing
 
 
@@ -236,9 +246,9 @@ def run_job(case: str, dtype: str, p: dict[str, int]) -> list[dict[str, Any]]:
     env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
     while len(done) < len(names):
         todo = names[len(done):]
-        proc = subprocess.run([sys.executable, "-m", "case_studies.gpu_fuzz", "--child",
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.case_studies.gpu_fuzz", "--child",
                                json.dumps([case, dtype, p, todo])], capture_output=True, text=True, env=env,
-                              timeout=600)
+                              cwd=common.REPO, timeout=600)
         recs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if not recs:   # died before its first result: blame that config and go on
             recs = [{"case": case, "dtype": dtype, "shape": p, "config": todo[0], "ok": False,
@@ -248,23 +258,19 @@ def run_job(case: str, dtype: str, p: dict[str, int]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out")
+    ap = common.parser(__doc__, out_required=False, out_file=True)
     ap.add_argument("--shapes", type=int, default=12, help="random shapes per case study")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--jobs", type=int, default=14)
-    ap.add_argument("--commit", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         run_child(*json.loads(args.child))
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stdout)
-    from workbench.provenance import collect
-
+    common.setup_logging()
     r = random.Random(args.seed)
-    shapes = [(case, CASES[case]["shape"](r)) for case in args.cases.split(",") for _ in range(args.shapes)]
+    shapes = [(case, CASES[case]["shape"](r)) for case in common.split_list(args.cases) for _ in range(args.shapes)]
     jobs = [(case, dtype, p) for case, p in shapes for dtype in CASES[case]["dtypes"]]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:      # processes share the GPU
         results = [rec for recs in pool.map(lambda j: run_job(*j), jobs) for rec in recs]
@@ -273,9 +279,6 @@ def main(argv: list[str] | None = None) -> int:
         log.error("FAIL %s %s %s %s: %s", f["case"], f["dtype"], f["shape"], f["config"],
                   f.get("error") or f.get("mismatch")
                   or {k: f.get(k) for k in ("max_abs_err", "eager_max_abs_err", "nan")})
-    prov = collect()
-    if args.commit:
-        prov["commit"] = args.commit
     summary: dict[str, Any] = {}
     for x in results:
         s = summary.setdefault(x["case"], {"runs": 0, "fails": 0})
@@ -283,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         s["fails"] += 0 if x.get("ok") else 1
     log.info("summary: %s", summary)
     if args.out:
-        Path(args.out).write_text(json.dumps({"provenance": prov, "seed": args.seed, "summary": summary,
-                                              "results": results}, indent=1, default=str))
+        common.write_json(args.out, {"provenance": common.provenance(args.commit), "seed": args.seed,
+                                     "summary": summary, "results": results})
     return 0
 
 
