@@ -5,6 +5,14 @@ against plain launch).
 
 On a CPU (no CUDA device) the same functions time with `time.perf_counter` and no flush: those numbers
 only exercise the code path, they are not speed results.
+
+The one do_bench-style timing of the repository: the case studies' benchmarks, their kernels' autotuners
+(`graph_autotune_bench`) and the benchmark scripts under benchmarks/ time with it. It imports torch (and
+triton, lazily) only: the case-study kernels import it, and they never depend on the workbench
+(tests/test_imports.py). The workbench's harness does not use it either way round: it times by the trusted
+server's clock in rounds on fresh inputs, with no L2 flush (`workbench/harness/rounds.py`), and the
+workbench must not depend on the case studies, which are its callers; of this module it shares only the
+definition of `quantile` (the same seven lines in `workbench/harness/timing.py`).
 """
 from __future__ import annotations
 
@@ -36,8 +44,8 @@ class Timing:
                 "n_iter": self.n, "timing": self.mode}
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default), as do_bench reports them."""
+def quantile(xs: list[float], q: float) -> float:
+    """Linear-interpolated quantile of `xs`, q in [0, 1] (numpy's default), as do_bench reports them."""
     ys = sorted(xs)
     pos = q * (len(ys) - 1)
     lo = int(pos)
@@ -47,7 +55,7 @@ def _quantile(xs: list[float], q: float) -> float:
 
 def _summarize(times_ms: list[float], mode: str) -> Timing:
     us = [t * 1e3 for t in times_ms]
-    return Timing(median_us=statistics.median(us), p20_us=_quantile(us, 0.2), p80_us=_quantile(us, 0.8),
+    return Timing(median_us=statistics.median(us), p20_us=quantile(us, 0.2), p80_us=quantile(us, 0.8),
                   n=len(us), mode=mode)
 
 
@@ -153,7 +161,7 @@ def _cold_graph_ms(fn: Callable[[], object], rep_ms: float, warmup_ms: float, qu
                            True, 10_000)
     if quantiles is None:
         return statistics.fmean(times)
-    return [_quantile(times, float(q)) for q in quantiles]  # type: ignore[union-attr]
+    return [quantile(times, float(q)) for q in quantiles]  # type: ignore[union-attr]
 
 
 def graph_autotune_bench(rep_ms: float = 20.0, warmup_ms: float = 5.0, cold_l2: bool = False) -> Callable:

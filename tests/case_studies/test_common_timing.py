@@ -53,3 +53,21 @@ def test_cold_l2_graph_timing_reports_like_do_bench(monkeypatch):
     assert bench(fn, quantiles=(0.5, 0.2, 0.8)) == [3.0, 1.8, 4.2]
     assert bench(fn) == 3.0
     assert captured == [fn, fn] and seen == {"flush_l2": True, "rep_ms": 20, "warmup_ms": 5}
+
+
+def test_the_harness_and_the_case_studies_define_quantile_alike():
+    """The harness keeps its own seven-line `quantile` (the workbench must not depend on the case studies,
+    nor their kernels on the workbench): both must stay numpy's linear interpolation."""
+    import random
+
+    import numpy as np
+
+    from case_studies.common.timing import quantile
+    from workbench.harness.timing import quantile as harness_quantile
+
+    r = random.Random(0)
+    for n in (1, 2, 5, 17):
+        xs = [r.uniform(0, 10) for _ in range(n)]
+        for q in (0.0, 0.2, 0.5, 0.8, 1.0):
+            assert quantile(xs, q) == harness_quantile(xs, q)
+            assert abs(quantile(xs, q) - float(np.quantile(xs, q))) < 1e-9
