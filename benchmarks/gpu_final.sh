@@ -7,7 +7,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 (CUDA_VISIBLE_DEVICES=0 timeout ${SEARCH_S:-170} python3 benchmarks/search_offline_gpu.py \
    --spec case_studies/conv1d/spec.py --budget ${BUDGET:-12} --shapes production,odd \
-   --max-wall-s $(( ${SEARCH_S:-170} - 70 )) --out-dir $W/conv1d > $W/conv1d/log.txt 2>&1; echo "conv1d search rc=$?") &
+   --max-wall-s $(( ${SEARCH_S:-170} - 70 )) --out $W/conv1d > $W/conv1d/log.txt 2>&1; echo "conv1d search rc=$?") &
 (export CUDA_VISIBLE_DEVICES=1
  WB_INPUT_CACHE=off timeout 140 python3 benchmarks/harness_overhead.py --device cuda --repeat 2 \
    --out $W/harness_nocache > $W/harness_nocache/log.txt 2>&1; echo "overhead (cache off) rc=$?"

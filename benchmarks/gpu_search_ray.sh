@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv,noheader
 python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, 'ray', ray.__version__, 'gpus', torch.cuda.device_count())"
 # phase A: two searches side by side, one GPU each; the harness checks after the second one's search
 (CUDA_VISIBLE_DEVICES=0 timeout 250 python3 benchmarks/search_offline_gpu.py --spec case_studies/optimized_fm/spec.py \
-   --budget ${FM_BUDGET:-20} --out-dir $W/fm > $W/fm/log.txt 2>&1; echo "fm search rc=$?") &
+   --budget ${FM_BUDGET:-20} --out $W/fm > $W/fm/log.txt 2>&1; echo "fm search rc=$?") &
 (export CUDA_VISIBLE_DEVICES=1
  OUT=$W/harness timeout 120 bash benchmarks/gpu_harness.sh > $W/harness/log.txt 2>&1; echo "harness rc=$?"
  for e in frame_walk traceback_walk gc_walk; do
@@ -19,7 +19,7 @@ python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton
      >> $W/harness/exploits.txt 2>&1; echo "$e exit=$?" >> $W/harness/exploits.txt
  done
  timeout 120 python3 benchmarks/search_offline_gpu.py --spec case_studies/pffn/spec.py --budget ${PFFN_BUDGET:-10} \
-   --out-dir $W/pffn > $W/pffn/log.txt 2>&1; echo "pffn search rc=$?") &
+   --out $W/pffn > $W/pffn/log.txt 2>&1; echo "pffn search rc=$?") &
 wait
 # phase B: Ray across every GPU
 timeout 260 python3 benchmarks/ray_gpu_bench.py --n ${RAY_N:-12} --out $W/ray/ray_bench_gpu.json > $W/ray/log.txt 2>&1

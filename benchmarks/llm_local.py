@@ -27,7 +27,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -38,6 +37,8 @@ from typing import Any
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported anywhere
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks import common  # noqa: E402
 
 log = logging.getLogger("llm_local")
 
@@ -97,15 +98,8 @@ def resolve_model(name: str) -> Path:
     return Path(name)
 
 
-def provenance(model: Path) -> dict[str, Any]:
-    import torch
-    import triton
-
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()  # fmt: skip
-    except OSError:
-        commit = "?"
+def provenance(model: Path, commit: str | None) -> dict[str, Any]:
+    """The common provenance (benchmarks/common.py) plus the model file and the CPU's load."""
     try:
         import llama_cpp
 
@@ -113,15 +107,10 @@ def provenance(model: Path) -> dict[str, Any]:
     except ImportError:
         llama = None
     return {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": commit,
+        **common.provenance(commit),
         "model_file": model.name,
         "model_bytes": model.stat().st_size,
         "llama_cpp_python": llama,
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "load_avg_at_start": os.getloadavg()[0],
         "device": "cpu (Triton interpreter)",
@@ -300,12 +289,12 @@ def confirm(path: Path, replies: Path, rounds: int, args: argparse.Namespace) ->
     doc["summary"]["confirmed_improvements"] = sorted(
         {r["spec"] for r in doc["proposals"] if r["repaired"].get("confirmed")}
     )
-    path.write_text(json.dumps(doc, indent=1))
+    common.write_json(path, doc)
     return doc["summary"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__, out_default="results/llm")
     ap.add_argument("--model", default="code05b", help="smollm2 | code05b | a GGUF path")
     ap.add_argument("--arms", default="lowered,blank,lowered+kb,blank+kb")
     ap.add_argument("--specs", default="", help="comma-separated spec names (default: all ten)")
@@ -317,11 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--deadline-s", type=float, default=2400.0, help="stop starting proposals after this")
-    ap.add_argument("--out", type=Path, default=ROOT / "results/llm")
     ap.add_argument("--confirm", type=int, default=0, metavar="K",
                     help="re-time the improvements of an existing results file K times; no generation")  # fmt: skip
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    common.setup_logging(logging.INFO)
     if args.confirm:
         tag = args.model if args.model in ("smollm2", "code05b") else Path(args.model).stem
         summary = confirm(args.out / f"{tag}.json", args.out / "replies" / f"{tag}.jsonl", args.confirm, args)
@@ -349,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "replies").mkdir(exist_ok=True)
     result_path, replies_path = args.out / f"{tag}.json", args.out / "replies" / f"{tag}.jsonl"
     bench = Bench(args)
-    prov = provenance(model)
+    prov = provenance(model, args.commit)
     records: list[dict] = []
     parents: dict[str, dict] = {}
     t_start = time.monotonic()
@@ -404,9 +392,7 @@ def _write(path: Path, args: argparse.Namespace, prov: dict, parents: dict, reco
         "summary": summarize(records, parents) if records else {},
         "proposals": records,
     }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(path)
+    common.write_json(path, doc)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ The KernelBench files are read where they are, never copied.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import logging
 import os
@@ -21,6 +20,8 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import common  # noqa: E402
 
 log = logging.getLogger("lowering_kernelbench")
 FIELDS = ["level", "problem", "lowered", "status", "correct", "reason", "n_ops", "overrides", "lower_s", "eval_s",
@@ -45,7 +46,7 @@ def problems(root: Path, levels: list[int], sl: slice) -> list[tuple[int, Path]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = common.parser(__doc__, out_default="results/lowering/kernelbench_cpu.csv", out_file=True)
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench"))
     ap.add_argument("--levels", default="1,2,3")
     ap.add_argument("--slice", default="::", help="python slice start:stop:step of each level's problems, by number")
@@ -53,9 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-elems", type=int, default=8192)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--timeout", type=float, default=240.0)
-    ap.add_argument("--out", default="results/lowering/kernelbench_cpu.csv")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    common.setup_logging(logging.WARNING)
     root = Path(args.root)
     if not root.is_dir():
         print(f"KernelBench folder not found: {root}", file=sys.stderr)
@@ -81,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.lowering import lower_spec
     from workbench.suites.sizing import auto_size
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    # the CSV's own commit format (short, "+dirty" for the lowering code only), kept across resumed runs
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                           text=True, cwd=common.REPO).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "workbench/lowering"], capture_output=True,
-                           text=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+                           text=True, cwd=common.REPO).stdout.strip()
     commit += "+dirty" if dirty else ""
 
     with Harness(device=args.device) as harness, out.open("a", newline="") as f:

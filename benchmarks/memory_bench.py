@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from workbench.memory import Memory, Node  # noqa: E402
 from workbench.result import EvalResult, Status  # noqa: E402
 
@@ -94,13 +95,12 @@ def timed(fn, repeats: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__, out_default="results/memory_bench.json", out_file=True)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--specs", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--commit-each", type=int, default=2000, help="nodes inserted one commit each")
     ap.add_argument("--db", default=None, help="database path (default: a temporary file)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "memory_bench.json"))
     ap.add_argument(
         "--queries-only",
         action="store_true",
@@ -145,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     total = mem.count_nodes()
 
     results = time_queries(mem, args, rng, done)
-    from workbench.provenance import collect
-
     out = {
         "benchmark": "context memory metadata queries and insert throughput",
         "nodes": total,
@@ -165,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "queries": results,
         "machine": _machine(),
-        "provenance": collect(),
+        "provenance": common.provenance(args.commit),
         "command": "python benchmarks/memory_bench.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
     }
@@ -181,16 +179,13 @@ def _machine() -> dict:
     }
 
 
-def _write(out: dict, path: str, results: dict) -> int:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+def _write(out: dict, path: Path, results: dict) -> int:
+    common.write_json(path, out)
     print(f"wrote {path}", file=sys.stderr)
     return 0 if all(r["under_target"] is not False for r in results.values()) else 1
 
 
 def _queries_only(args: argparse.Namespace) -> int:
-    from workbench.provenance import collect
-
     mem = Memory(args.db)  # opening creates any index this version added
     total = mem.count_nodes()
     results = time_queries(mem, args, random.Random(0), total - args.commit_each)
@@ -204,7 +199,7 @@ def _queries_only(args: argparse.Namespace) -> int:
         "queries": results,
         "insert": insert,
         "machine": _machine(),
-        "provenance": collect(),
+        "provenance": common.provenance(args.commit),
         "command": f"python benchmarks/memory_bench.py --queries-only --db {args.db}",
     }
     out["db_bytes"] = sum(p.stat().st_size for p in Path(args.db).parent.glob(Path(args.db).name + "*"))

