@@ -301,7 +301,11 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
                 chan.send({"timing": si})
                 t2 = time.perf_counter()
 
-                def load(order: dict[str, Any]) -> list[list[Any]]:
+                reader = _plan.RawReader(device)
+
+                def load(order: dict[str, Any], rd: _plan.RawReader = reader) -> list[list[Any]]:
+                    if order["file"].endswith(".raw"):
+                        return rd.read(stage / order["file"])
                     sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
                     return [list(_plan.to_device(s, device)) for s in sets]
 
@@ -341,6 +345,8 @@ class _Reference:
         names = [n for n, _ in self.plan.shapes]
         self.timed = None if job.get("skip_timing") else names.index(self.plan.timed_shape)
         self.models: dict[int, Any] = {}
+        self._devgen: bool | None = None
+        self.cache_timed = False  # the candidate's timed sets went through the input cache
 
     def prepare(self) -> dict[str, Any]:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
@@ -375,9 +381,37 @@ class _Reference:
             self.models[si] = self.spec.module.Model(*init).to(self.device)
         return self.models[si]
 
-    def timed_sets(self, seeds: list[int]) -> list[list[Any]]:
+    def _device_generation(self) -> bool:
+        """On the GPU, timed inputs are generated there (`get_inputs()` under `torch.device`): host RNG
+        costs seconds per evaluation for large inputs (2 x 16M randn: about 0.3 s a set). Decided once per
+        job, so the judge regenerates exactly what was staged; off with WB_DEVICE_INPUTS=off, and for specs
+        whose `get_inputs()` fails there or returns anything but device tensors and scalars."""
+        if self._devgen is None:
+            self._devgen = False
+            if self.device == "cuda" and os.environ.get("WB_DEVICE_INPUTS", "on") != "off":
+                try:
+                    torch.manual_seed(self.plan.timing_seed(0))
+                    with torch.device(self.device):
+                        probe = list(self.spec.module.get_inputs())
+                    self._devgen = all(x.device.type == self.device if isinstance(x, torch.Tensor)
+                                       else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
+                except Exception:  # noqa: BLE001 - the spec's inputs need the host: generate them there
+                    self._devgen = False
+        return self._devgen
+
+    def timed_sets(self, seeds: list[int], cache: bool = False) -> list[list[Any]]:
+        """The timed shape's inputs of `seeds`: on the device when `_device_generation`, else on the host
+        (through the input cache only when `cache`: a secret seed is worth keeping only when every set of
+        the evaluation fits in the cache, else it just costs a write per set)."""
         _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
-        return [_plan.build_inputs(self.spec, s, "cpu", self.icache) for s in seeds]
+        if self._device_generation():
+            out = []
+            for s in seeds:
+                torch.manual_seed(s)
+                with torch.device(self.device):
+                    out.append(list(self.spec.module.get_inputs()))
+            return out
+        return [_plan.build_inputs(self.spec, s, "cpu", self.icache if cache else None) for s in seeds]
 
     def baseline(self, chan: Channel) -> None:
         model = self.model(self.timed)
@@ -388,10 +422,20 @@ class _Reference:
         _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o: None, lambda: _sync(self.device),
                       OpRecorder, warm=lambda: gpu_warm(self.device))
 
-    def make_round(self, k: int, seeds: list[int]) -> str:
-        name = f"round_{k}.pt"
-        torch.save(self.timed_sets(seeds), self.stage / name)
-        os.chmod(self.stage / name, 0o644)
+    def make_round(self, k: int, seeds: list[int], where: Path, cache: bool) -> str:
+        """Write round k's sets into `where` (the server renames the file into the stage when round k
+        begins): the flat format when every input allows it, else torch.save."""
+        self.cache_timed = self.cache_timed or cache
+        sets = self.timed_sets(seeds, cache)
+        host = [[x.to("cpu", non_blocking=True) if isinstance(x, torch.Tensor) else x for x in st] for st in sets]
+        _sync(self.device)
+        if _plan.raw_layout_ok(host):
+            name = f"round_{k}.raw"
+            _plan.write_raw(where / name, host)
+        else:
+            name = f"round_{k}.pt"
+            torch.save(host, where / name)
+        os.chmod(where / name, 0o644)
         return name
 
     def judge(self, sandbox: Path, timed: list[tuple[int, int, int]]) -> dict[str, Any]:
@@ -408,7 +452,7 @@ class _Reference:
                     out["problems"].append(f"shape {name}: no timed repetition left an output to check")
                 for k, i, seed in timed:
                     todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt",
-                                 self.timed_sets([seed])[0]))
+                                 self.timed_sets([seed], self.cache_timed)[0]))
         for si, where, fname, host in todo:
             path = sandbox / fname
             if not path.is_file():
@@ -462,7 +506,9 @@ def run_reference(job: dict[str, Any], chan: Channel) -> None:
                 chan.send({"baseline_ready": True})
                 ref.baseline(chan)
             elif "make_round" in cmd:
-                chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"])})
+                where = Path(cmd.get("dir") or ref.stage)
+                chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"], where,
+                                                                             bool(cmd.get("cache")))})
             elif "judge" in cmd:
                 verdict = ref.judge(Path(cmd["judge"]["sandbox"]), [tuple(x) for x in cmd["judge"]["timed"]])
                 chan.send({"verdict": verdict})

@@ -12,8 +12,10 @@ One round, for the candidate and the reference alike:
 3. the server picks, after `done`, which repetitions' outputs are judged, and the child saves those.
 
 Two sizing rounds (the first with one repetition, the second with the R it suggests) size R so that a
-round lasts `target_s`, within the memory bound of the staged sets; the runtime is the median over the
-timed rounds of (round time - null round) / R. The null round is the protocol's own cost (two pipe
+round lasts `target_s`, within the memory bound of the staged sets (the second is skipped when the first
+already asks for the bound: a warm estimate can only ask for more); then the timed rounds, as many as fit
+in the evaluation's total staging budget (`RoundPlan.timed_rounds`, never fewer than 3); the runtime is
+the median over the timed rounds of (round time - null round) / R. The null round is the protocol's own cost (two pipe
 wake-ups and a device synchronize with zero repetitions), measured in the trusted reference process
 and subtracted for both contenders, so a candidate cannot inflate it. The op recorder (a dispatch
 mode, whose per-op cost would bias the time) runs in the first sizing round and in one timed round
@@ -38,18 +40,34 @@ from workbench.harness.timing import quantile
 JUDGED_PER_ROUND = 2
 
 
+MIN_TIMED_ROUNDS = 3  # the floor a total staging budget may lower the timed rounds to
+
+
 @dataclass
 class RoundPlan:
-    rounds: int          # timed rounds after the sizing round
+    rounds: int          # timed rounds after the sizing round (at most: see `timed_rounds`)
     target_s: float      # wall time one round should last
     r_max: int           # repetitions one round may stage (memory bound)
+    set_bytes: int = 0   # bytes of one input set
+    total_bytes: int | None = None  # all the sets one evaluation may stage (None: no bound)
 
     @classmethod
-    def for_device(cls, device: str, set_bytes: int, stage_budget_bytes: int) -> RoundPlan:
+    def for_device(cls, device: str, set_bytes: int, stage_budget_bytes: int,
+                   total_budget_bytes: int | None = None) -> RoundPlan:
+        """`stage_budget_bytes` bounds one round (R sets), `total_budget_bytes` all the rounds' sets."""
         r_max = max(1, min(1000, stage_budget_bytes // max(1, set_bytes)))
         if device == "cuda":
-            return cls(rounds=6, target_s=0.02, r_max=r_max)
-        return cls(rounds=3, target_s=0.05, r_max=min(r_max, 20))
+            return cls(rounds=6, target_s=0.02, r_max=r_max, set_bytes=set_bytes, total_bytes=total_budget_bytes)
+        return cls(rounds=3, target_s=0.05, r_max=min(r_max, 20), set_bytes=set_bytes,
+                   total_bytes=total_budget_bytes)
+
+    def timed_rounds(self, r: int, staged_bytes: int) -> int:
+        """Timed rounds once sizing chose R and staged `staged_bytes`: as many as fit in the total budget
+        with the recorded round, between `MIN_TIMED_ROUNDS` and `rounds`. Same rule for both contenders."""
+        if not self.total_bytes or self.set_bytes <= 0:
+            return self.rounds
+        fit = (self.total_bytes - staged_bytes) // (r * self.set_bytes) - 1
+        return int(max(MIN_TIMED_ROUNDS, min(self.rounds, fit)))
 
 
 def summarize(per_rep_s: list[float], reps: int) -> dict[str, float]:
@@ -79,23 +97,46 @@ def null_round(link: Link, deadline: float, n: int = 5) -> float:
 def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, int], dict[str, Any]],
           null_s: float = 0.0, idle_check: Callable[[], bool | None] | None = None, judge: bool = True,
           record: bool = True, rng: random.Random | None = None,
-          ) -> tuple[dict[str, float], list[tuple[int, int]], list[str]]:
+          ahead: Callable[[int, int], Callable[[], None]] | None = None,
+          ) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
     """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
 
     `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first); `null_s` is
-    subtracted from every round. Returns the timing summary, the (round, repetition) pairs whose outputs
-    the child saved, and protocol violations seen (`reported_done_early`).
+    subtracted from every round. `ahead(k, R)`, when given, starts staging round k while the child loads
+    round k-1 and returns a wait: it is waited for before `go`, so the staging never overlaps a timed
+    window. Returns the timing summary (with the wall time of each phase), the (round, repetition) pairs
+    whose outputs the child saved, and protocol violations seen (`reported_done_early`).
     """
     rng = rng or random.SystemRandom()
-    recorded = {0, SIZING_ROUNDS + rng.randrange(plan.rounds + 1)} if record else set()
+    recorded = {0} if record else set()
     per_rep: list[float] = []
     saved: list[tuple[int, int]] = []
     violations: list[str] = []
+    phases = {"stage_s": 0.0, "load_s": 0.0, "timed_window_s": 0.0, "save_s": 0.0}
     reps_total = 0
     r = 1
-    for k in range(SIZING_ROUNDS + plan.rounds + (1 if record else 0)):
+    skip_second_sizing = False
+    staged = 0
+    timed_rounds = plan.rounds
+    n_rounds = SIZING_ROUNDS + timed_rounds + (1 if record else 0)
+    k = -1
+    while k + 1 < n_rounds:
+        k += 1
+        if k == 1 and skip_second_sizing:
+            continue
+        if k == SIZING_ROUNDS:  # R is known: fit the timed rounds in the total staging budget
+            timed_rounds = plan.timed_rounds(r, staged)
+            n_rounds = SIZING_ROUNDS + timed_rounds + (1 if record else 0)
+            if record:  # drawn now, among the rounds that will run; the child learns it only at `go`
+                recorded.add(SIZING_ROUNDS + rng.randrange(timed_rounds + 1))
+        staged += r * plan.set_bytes
+        ts = time.perf_counter()
         link.send(stage(k, r))
+        tl = time.perf_counter()
+        pending = ahead(k + 1, r) if ahead is not None and k >= SIZING_ROUNDS and k + 1 < n_rounds else None
         link.recv(deadline, expect="staged")
+        if pending is not None:
+            pending()  # the next round is staged before the clock starts
         t0 = time.perf_counter()
         link.send({"go": k, "record": k in recorded})
         msg = link.recv(deadline, expect="done")
@@ -108,24 +149,38 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
             violations.append("reported_done_early")
         dt = max(t1 - t0 - null_s, 1e-9) / r
         if k < SIZING_ROUNDS:
-            r = int(min(plan.r_max, max(1, math.ceil(plan.target_s / dt))))
+            want = math.ceil(plan.target_s / dt)
+            r = int(min(plan.r_max, max(1, want)))
+            # Round 0 already fills the memory bound: a second estimate (faster, warm) cannot lower R.
+            skip_second_sizing = k == 0 and want >= plan.r_max
         elif k not in recorded:
             per_rep.append(dt)
             reps_total += r
         n = r if k >= SIZING_ROUNDS else 1
         which = sorted(rng.sample(range(n), min(JUDGED_PER_ROUND, n))) if judge else []
+        tv = time.perf_counter()
         link.send({"save": k, "which": which})
         done = link.recv(deadline, expect="saved")
         if "failure" in done:
             raise _Failure(done)
         saved.extend((k, i) for i in which)
+        t_end = time.perf_counter()
+        phases["stage_s"] += tl - ts
+        phases["load_s"] += t0 - tl
+        phases["timed_window_s"] += t1 - t0
+        phases["save_s"] += t_end - tv
     if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
         violations_info = null_round(link, deadline, n=3)
         summary_extra = {"own_null_round_us": violations_info * 1e6}
     else:
         summary_extra = {}
     link.send({"end": True})
-    return {**summarize(per_rep, reps_total), **summary_extra, "reps_per_round": r}, saved, violations
+    summary_extra["staged_mb"] = staged / 2**20
+    if timed_rounds < plan.rounds:  # lowered by the total staging budget: the reader sees it
+        summary_extra["rounds_planned"] = plan.rounds
+        summary_extra["stage_total_mb"] = (plan.total_bytes or 0) / 2**20
+    return ({**summarize(per_rep, reps_total), **summary_extra, "reps_per_round": r, "phases_s": phases},
+            saved, violations)
 
 
 class _Failure(Exception):

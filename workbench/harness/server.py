@@ -35,6 +35,69 @@ from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
 log = logging.getLogger("workbench.harness.server")
 
 _STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
+# All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
+_STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
+
+
+class _Stager:
+    """Stages the candidate's rounds: the reference process writes round k's sets into `pending` (a
+    directory the candidate cannot see: its mount namespace has a private /dev/shm, and it is mode 0700
+    of another uid), and only when round k begins is the file renamed into the stage. `ahead` lets the
+    reference write round k+1 while the candidate loads round k."""
+
+    def __init__(self, server: Server, ref: Link, stage: Path, pending: Path, deadline: float,
+                 cache: bool) -> None:
+        self.server, self.ref, self.stage, self.pending = server, ref, stage, pending
+        self.deadline, self.cache = deadline, cache
+        self.inflight: tuple[int, int] | None = None
+        self.ready: dict[tuple[int, int], str] = {}
+        self.files: list[Path] = []
+        self.wait_s = 0.0
+
+    def _ask(self, k: int, r: int) -> None:
+        self.ref.send({"make_round": k, "seeds": self.server._seeds(1, k, r), "dir": str(self.pending),
+                       "cache": self.cache})
+        self.inflight = (k, r)
+
+    def _wait(self) -> None:
+        t0 = time.perf_counter()
+        made = self.ref.recv(self.deadline, expect="made")
+        self.wait_s += time.perf_counter() - t0
+        if "failure" in made:
+            raise _rounds.RoundFailure({"reference_error": made["reference_error"]})
+        assert self.inflight is not None
+        self.ready[self.inflight] = made["file"]
+        self.inflight = None
+
+    def drain(self) -> None:
+        """Collect a round staged ahead that will not run (the rounds ended early): the reference's next
+        report must be the verdict."""
+        if self.inflight is not None:
+            try:
+                self._wait()
+            except _rounds.RoundFailure:
+                self.inflight = None
+
+    def ahead(self, k: int, r: int) -> Any:
+        self._ask(k, r)
+        return self._wait
+
+    def __call__(self, k: int, r: int) -> dict[str, Any]:
+        if self.inflight is not None:
+            self._wait()
+        if (k, r) not in self.ready:
+            self._ask(k, r)
+            self._wait()
+        name = self.ready.pop((k, r))
+        for p in self.files:
+            p.unlink(missing_ok=True)
+        os.replace(self.pending / name, self.stage / name)
+        for old in self.ready.values():  # staged ahead for an R that changed: never shown
+            if old != name:
+                (self.pending / old).unlink(missing_ok=True)
+        self.ready.clear()
+        self.files = [self.stage / name]
+        return {"stage": k, "file": name}
 
 
 def _describe_exit(status: int) -> str:
@@ -296,7 +359,8 @@ class Server:
                 res["violations"] = found
                 return self._done(res, "rejected", "static policy: " + "; ".join(found[:6]), t0)
         timed = prep["timed"]
-        plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20))
+        plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
+                                            int(_STAGE_TOTAL_MB * 2**20))
         # 3. the baseline, before the candidate exists, under this server's clock
         key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
         if timed is not None:
@@ -318,6 +382,7 @@ class Server:
                     return self._done(res, "bad_spec", "the spec's Model failed: "
                                       + e.msg.get("reference_error", ""), t0)
                 res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+                stats.pop("phases_s", None)
                 self.baselines[key] = stats
                 self.null_s[key] = null_s
                 res["baseline"] = stats
@@ -329,7 +394,11 @@ class Server:
                     "shapes": prep["shapes"], "timed": timed, "sig": prep["sig"], "allowed_ops": prep["allowed_ops"],
                     "mem_limit_gb": job.get("mem_limit_gb", 8.0)}
         saved: list[tuple[int, int]] = []
-        round_files: list[Path] = []
+        pending = stage.parent / "pending"
+        pending.mkdir(mode=0o700)
+        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
+        staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
+        stager = _Stager(self, ref, stage, pending, deadline_ref, staged_bytes <= _input_cache_bytes())
         report: dict[str, Any] | None = None
         try:
             cand.send(cand_job)
@@ -338,20 +407,16 @@ class Server:
                 if "isolated" in msg:
                     res["isolation"] = self._verify_isolation(cand.watch_pid, msg["isolated"])
                 elif "timing" in msg and timed is not None and msg["timing"] == timed and "timing" not in res:
-                    def stage_round(k: int, r: int) -> dict[str, Any]:
-                        for p in round_files:
-                            p.unlink(missing_ok=True)
-                        ref.send({"make_round": k, "seeds": self._seeds(1, k, r)})
-                        made = ref.recv(deadline_ref, expect="made")
-                        if "failure" in made:
-                            raise _rounds.RoundFailure({"reference_error": made["reference_error"]})
-                        round_files.append(stage / made["file"])
-                        return {"stage": k, "file": made["file"]}
-
                     t2 = time.perf_counter()
-                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_round, null_s=null_s,
-                                                         idle_check=lambda: self._idle(cand.watch_pid))
+                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stager, null_s=null_s,
+                                                         idle_check=lambda: self._idle(cand.watch_pid),
+                                                         # without a mount namespace and a uid of its own the
+                                                         # candidate could read `pending`: no staging ahead
+                                                         ahead=stager.ahead if self.isolate else None)
                     res["timings_s"]["timing"] = time.perf_counter() - t2
+                    for name, v in stats.pop("phases_s", {}).items():
+                        res["timings_s"]["rounds_" + name] = v
+                    res["timings_s"]["rounds_reference_staging"] = stager.wait_s
                     res["timing"] = stats
                     res["violations"].extend(pviol)
                 elif msg.get("finished"):
@@ -374,6 +439,7 @@ class Server:
             return self._done(res, "rejected", f"the candidate process broke the harness protocol: {e}", t0)
         except _rounds.RoundFailure as e:
             report = e.msg
+            stager.drain()
             if "reference_error" in report:
                 self._kill_and_status(cand)
                 return self._done(res, "bad_spec", "the spec's Model failed: " + report["reference_error"], t0)
@@ -466,6 +532,12 @@ class Server:
             res["error"] = error
         res["timings_s"]["server_wall"] = time.perf_counter() - t0
         return res
+
+
+def _input_cache_bytes() -> int:
+    from workbench.harness.input_cache import InputCache
+
+    return InputCache(writable=False).max_bytes if InputCache(writable=False).dir is not None else 0
 
 
 def _blocked_in_read(pid: int) -> bool | None:
