@@ -12,7 +12,6 @@ Writes hostile_gpu.json (every row, with provenance) and prints a summary.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import statistics
@@ -23,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402
 
 ensure_interpreter_if_no_gpu()
@@ -54,8 +54,7 @@ def _row(kind: str, name: str, res, policy: bool, expect: str = "") -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "results" / "harness" / "hostile_gpu"))
+    ap = common.parser(__doc__, out_default="results/harness/hostile_gpu")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--repeat", type=int, default=3, help="evaluations of each honest candidate (overhead)")
     ap.add_argument("--no-policy", default="all",
@@ -63,10 +62,7 @@ def main() -> int:
     ap.add_argument("--skip", default="hangs", help="comma-separated exploit names not to run (default: hangs)")
     args = ap.parse_args()
     from workbench.harness import Harness
-    from workbench.provenance import collect
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    run = common.start(args)
     rows: list[dict] = []
     spec = ROOT / "examples" / "vector_add" / "spec.py"
     t0 = time.perf_counter()
@@ -114,8 +110,7 @@ def main() -> int:
                "overhead_median_s": statistics.median(overhead) if overhead else None,
                "overhead_max_s": max(overhead) if overhead else None,
                "wall_s": time.perf_counter() - t0, "n_rows": len(rows)}
-    (out / "hostile_gpu.json").write_text(json.dumps({"provenance": collect(), "summary": summary, "rows": rows},
-                                                     indent=1, default=str))
+    run.write_json("hostile_gpu.json", {"summary": summary, "rows": rows})
     print(json.dumps(summary, indent=1))
     return 0 if not (false_pos or false_neg or traces or leftover) else 1
 
