@@ -257,6 +257,8 @@ def helper_sources(used: set[str]) -> list[str]:
     for name in sorted(used):
         if name == "_mul_combine":
             out.append(MUL_COMBINE)
+        elif name in ("_cummax_combine", "_cummin_combine"):
+            out.append(scan.combine_source(name[4:7]))
         elif name in HELPERS:
             out.append(HELPERS[name])
     return out

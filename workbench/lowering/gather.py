@@ -11,7 +11,7 @@ import torch
 import torch.fx as fx
 
 from workbench.lowering.epilogue import Unsupported, torch_dtype
-from workbench.lowering.graph import dtype, op_name, val
+from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register
 
 TUNABLES = ("BLOCK", "NUM_WARPS")
@@ -98,7 +98,22 @@ def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> t
     if len(tensors) != 1 or dtype(tensors[0][1]).is_floating_point or str(dtype(tensors[0][1])) == "torch.bool":
         raise Unsupported(f"unsupported: {op_name(node)} with {len(tensors)} index tensors or a mask index")
     k, it = tensors[0]
+    return _index_at(name, node, names, x, k, it)
+
+
+def index_select_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """index_select(x, dim, idx) is x[:, ..., idx] with a 1-d (or 0-d) idx at dim."""
+    x, dim, it = node.args[:3]
+    return _index_at(name, node, names, x, dim % max(val(x).dim(), 1), it)
+
+
+def _index_at(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node, k: int,
+              it: fx.Node) -> tuple[str, list[str], set[str]]:
     rx, ri = val(x).dim(), val(it).dim()
+    if packet(node) == "index_select":
+        ri = 1  # a 0-d index still keeps the dim (of size 1)
+    if rx == 0:
+        raise Unsupported(f"unsupported: {op_name(node)} of a 0-d tensor")
     r = rx - 1 + ri
     pre, post = list(range(k)), list(range(k + 1, rx))
     ioff = " + ".join(f"j{k + d} * si{d}" for d in range(ri)) or "0"
@@ -109,10 +124,12 @@ def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> t
         [f"si{d}" for d in range(ri)]
     src = _kernel(name, f"x[{', '.join([':'] * k + ['idx'])}, ...]: one index tensor at dim {k}.", params, r, body)
     xv, iv = names[x], names[it]
-    shape = f"[*{xv}.shape[:{k}], *{iv}.shape, *{xv}.shape[{k + 1}:]]"
+    ishape = f"{iv}.reshape(-1).shape" if packet(node) == "index_select" else f"{iv}.shape"
+    shape = f"[*{xv}.shape[:{k}], *{ishape}, *{xv}.shape[{k + 1}:]]"
     sx = [f"{xv}.stride({d})" for d in pre + post]
     launch = _launch(name, names[node], shape, torch_dtype(dtype(node)),
-                     [xv, iv, f"{xv}.shape[{k}]", f"{xv}.stride({k})", *sx, f"*{iv}.stride()"])
+                     [xv, iv, f"{xv}.shape[{k}]", f"{xv}.stride({k})", *sx,
+                      f"*{iv}.reshape(-1).stride()" if packet(node) == "index_select" else f"*{iv}.stride()"])
     return src, launch, set()
 
 
@@ -177,3 +194,4 @@ register("scatter_add", Primitive("scatter", TUNABLES, scatter_kernel))
 register("gather", Primitive("gather", TUNABLES, gather_kernel))
 register("embedding", Primitive("embedding", TUNABLES, embedding_kernel))
 register("index", Primitive("index", TUNABLES, index_kernel))
+register("index_select", Primitive("index", TUNABLES, index_select_kernel))

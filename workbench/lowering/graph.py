@@ -57,31 +57,54 @@ SYM_BINOPS = {operator.mul: "*", operator.add: "+", operator.sub: "-", operator.
               operator.and_: "and", operator.or_: "or"}
 
 
+def _call(graph: fx.Graph, target: Any, *args: Any) -> fx.Node:
+    """A new node with its fake value (the caller sets the insertion point and the fake mode)."""
+    node = graph.call_function(target, args)
+    node.meta["val"] = target(*fx.node.map_arg(args, val))
+    return node
+
+
+def _matmul_of(graph: fx.Graph, node: fx.Node) -> fx.Node:
+    """The plain product inside addmm / baddbmm / addmv / addbmm, as mm or bmm plus glue views."""
+    a, b = node.args[1:3]
+    if node.target is aten.addmm.default:
+        return _call(graph, aten.mm.default, a, b)
+    if node.target is aten.baddbmm.default:
+        return _call(graph, aten.bmm.default, a, b)
+    if node.target is aten.addmv.default:  # mat @ vec as [n, m] @ [m, 1], then the column dropped
+        col = _call(graph, aten.unsqueeze.default, b, 1)
+        return _call(graph, aten.squeeze.dim, _call(graph, aten.mm.default, a, col), 1)
+    # addbmm: sum_i b1[i] @ b2[i] is one mm of b1 as [n, B*m] (batch moved inside) by b2 as [B*m, p]
+    sizes = [_call(graph, aten.sym_size.int, t, d) for t, d in ((a, 0), (a, 1), (a, 2), (b, 2))]
+    bm = graph.call_function(operator.mul, (sizes[0], sizes[2]))
+    bm.meta["val"] = val(sizes[0]) * val(sizes[2])
+    lhs = _call(graph, aten.reshape.default, _call(graph, aten.permute.default, a, [1, 0, 2]), [sizes[1], bm])
+    rhs = _call(graph, aten.reshape.default, b, [bm, sizes[3]])
+    return _call(graph, aten.mm.default, lhs, rhs)
+
+
 def rewrite_addmm(graph: fx.Graph) -> None:
-    """addmm(bias, a, b, beta, alpha) -> alpha * mm(a, b) + beta * bias, baddbmm likewise with bmm:
-    the matmul becomes the anchor and the bias an epilogue input of the same kernel."""
+    """addmm(bias, a, b, beta, alpha) -> alpha * mm(a, b) + beta * bias; baddbmm likewise with bmm, addmv
+    and addbmm with an mm between glue views: the matmul becomes the anchor and the bias an epilogue
+    input of the same kernel. beta == 0 drops the bias (torch ignores it then, nan and inf included)."""
     from torch._guards import detect_fake_mode
 
+    targets = (aten.addmm.default, aten.baddbmm.default, aten.addmv.default, aten.addbmm.default)
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.addmm.default, aten.baddbmm.default):
+        if node.op != "call_function" or node.target not in targets:
             continue
         bias, a, b = node.args[:3]
         beta = node.kwargs.get("beta", 1)
         alpha = node.kwargs.get("alpha", 1)
-        mm = aten.mm.default if node.target is aten.addmm.default else aten.bmm.default
         mode = detect_fake_mode([val(a), val(b)])
         with graph.inserting_before(node), mode:
-            prod = graph.call_function(mm, (a, b))
-            prod.meta["val"] = mm(val(a), val(b))
-            cur = prod
+            cur = _matmul_of(graph, node)
             if alpha != 1:
-                cur = graph.call_function(aten.mul.Tensor, (cur, alpha))
-                cur.meta["val"] = aten.mul.Tensor(val(prod), alpha)
-            bterm = bias
-            if beta != 1:
-                bterm = graph.call_function(aten.mul.Tensor, (bias, beta))
-                bterm.meta["val"] = aten.mul.Tensor(val(bias), beta)
-            out = graph.call_function(aten.add.Tensor, (cur, bterm))
-            out.meta["val"] = aten.add.Tensor(val(cur), val(bterm))
+                cur = _call(graph, aten.mul.Tensor, cur, alpha)
+            if beta == 0:
+                out = cur
+            else:
+                bterm = bias if beta == 1 else _call(graph, aten.mul.Tensor, bias, beta)
+                out = _call(graph, aten.add.Tensor, cur, bterm)
         node.replace_all_uses_with(out)
         graph.erase_node(node)

@@ -147,6 +147,29 @@ def _atan(x):
     r = base + p
     return tl.where(x < 0, -r, r)
 ''',
+    "_i0": '''@triton.jit
+def _i0(x):
+    # modified Bessel I0: its power series (all terms positive, no cancellation) for |x| <= 30, the
+    # asymptotic series e^|x| / sqrt(2 pi |x|) * sum ((2k-1)!!)^2 / (k! (8|x|)^k) above (11 terms: < 1e-13)
+    a = tl.abs(x)
+    q = a * a * 0.25
+    s = a * 0.0 + 1.0
+    t = s
+    for k in range(1, 64):
+        t = t * q / (k * k)
+        s = s + t
+    big = tl.maximum(a, 30.0)
+    u = 1.0 / (8.0 * big)
+    c = a * 0.0 + 1.0
+    term = c
+    for k in range(1, 12):
+        term = term * ((2 * k - 1) * (2 * k - 1)) * u / k
+        c = c + term
+    asym = tl.exp(big) / tl.sqrt(6.283185307179586 * big) * c
+    r = tl.where(a <= 30.0, s, asym)
+    r = tl.where(a == float("inf"), float("inf"), r)
+    return tl.where(x != x, x, r)
+''',
 }
 
 
@@ -323,6 +346,20 @@ def _nan_to_num(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]
             f"tl.where({x} == -float(\"inf\"), {literal(float(neg))}, {x})))")
 
 
+def _copysign(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+    mag = f"tl.abs({cast(vals[0], c)})"
+    if vals[1].dtype is None:  # a scalar sign: decided here
+        return f"(-{mag})" if math.copysign(1.0, float(args[1])) < 0 else mag
+    # the sign bit, not `< 0`: copysign(x, -0.0) and copysign(x, -nan) are negative
+    bits = "tl.int64" if c == torch.float64 else "tl.int32"
+    return f"tl.where({cast(vals[1], c)}.to({bits}, bitcast=True) < 0, -{mag}, {mag})"
+
+
+def _ldexp(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+    # x * 2 ** e, as torch computes it (mul by pow(2, e)); exp2 of an integer is exact
+    return f"({cast(vals[0], c)} * tl.exp2({cast(vals[1], c)}))"
+
+
 POINTWISE: dict[str, Handler] = {
     "add": _add,
     "sub": lambda v, a, c, u: _add(v, a, c, u, "-"),
@@ -353,6 +390,12 @@ POINTWISE: dict[str, Handler] = {
     "acosh": _fn("tl.log({0} + tl.sqrt({0} * {0} - 1.0))"),
     "atanh": _fn("(0.5 * tl.log((1.0 + {0}) / (1.0 - {0})))"),
     "atan2": _atan2,
+    # asin/acos through atan (no libdevice in the interpreter); (1-x)(1+x) keeps 1-x^2 exact near |x| = 1
+    "asin": _fn("_atan({0} / tl.sqrt((1.0 - {0}) * (1.0 + {0})))", "_atan"),
+    "acos": _fn("(2.0 * _atan(tl.sqrt((1.0 - {0}) / (1.0 + {0}))))", "_atan"),
+    "i0": _fn("_i0({0})", "_i0"),
+    "copysign": _copysign,
+    "ldexp": _ldexp,
     "sigmoid": _fn("(1.0 / (1.0 + tl.exp(-{0})))"),
     "erf": _fn("tl.erf({0})"),
     "erfc": _fn("(1.0 - tl.erf({0}))"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch.fx as fx
 
-from workbench.lowering import conv, pool, scan
+from workbench.lowering import conv, pool, scan, sort
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.graph import dtype, rank, val
@@ -28,6 +28,7 @@ TUNABLE_DEFAULTS = {
 TUNABLE_DEFAULTS.update(conv.DEFAULTS)
 TUNABLE_DEFAULTS.update(pool.DEFAULTS)
 TUNABLE_DEFAULTS.update(scan.DEFAULTS)
+TUNABLE_DEFAULTS.update(sort.DEFAULTS)
 
 
 def indent(lines: list[str], n: int = 4) -> list[str]:

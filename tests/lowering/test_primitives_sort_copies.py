@@ -1,0 +1,80 @@
+"""The primitives added for the ATen suite's unsupported ops, against PyTorch on odd shapes in every dtype
+they support (tolerances: workbench/tolerances.py): asin/acos/i0/copysign/ldexp, diagonal views,
+diagonal_scatter, index_select, addmv/addbmm (rewritten to mm), sort/argsort/topk/kthvalue/median/
+nanmedian (stable bitonic sort of (value, column) keys) and cummax/cummin, ties and nans included."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lowering.test_primitives import FLOATS, R, _family
+from workbench.lowering import lower_spec
+
+TIES = "torch.randint(0, 3, ({}), dtype=DT)"
+# distinct values (exact in bf16): torch leaves the order of ties unspecified outside a stable sort
+DISTINCT = "((torch.randperm({0} * {1}).reshape({0}, {1}) - {0} * {1} // 2) / 4).to(DT)"
+NAN = "torch.where(torch.rand({0}) > 0.7, float('nan'), torch.randn({0})).to(DT)"
+
+MATH_AND_COPIES = {
+    "inverse_trig": ("a", "torch.asin(a) + torch.acos(a) * 0.5", "torch.rand(5, 7, dtype=DT) * 2.2 - 1.1"),
+    "i0": ("a", "torch.special.i0(a * 20)", R.format("3, 11")),   # both the series (|x| <= 30) and the asymptote
+    "copysign_ldexp": ("a, b", "torch.copysign(a, b) + torch.copysign(b, -0.0) + "
+                       "torch.ldexp(a, (b * 5).round().to(torch.int32))", f"{R.format('5, 7')}, {R.format('7')}"),
+    "addmv": ("c, a, v", "torch.addmv(c, a, v) + torch.addmv(c[:1], a, v, beta=0.5, alpha=2.0)",
+              f"{R.format('5')}, {R.format('5, 7')}, {R.format('7')}"),
+    "addbmm": ("c, a, b", "torch.addbmm(c, a, b, beta=0.0, alpha=0.7) + torch.addbmm(c, a, b)",
+               f"{R.format('5, 3')}, {R.format('4, 5, 6')}, {R.format('4, 6, 3')}"),
+    "diagonal": ("x", "torch.diagonal(x, 1) * 2 + torch.diagonal(x.transpose(0, 1), -1)", R.format("5, 6")),
+    "diagonal_3d": ("x", "torch.diagonal(x, -1, 2, 0).sum(-1) + torch.diag_embed(x[0, 0]).sum()", R.format("4, 3, 6")),
+    "diagonal_scatter": ("x, s", "torch.diagonal_scatter(x, s, 1) + 1", f"{R.format('4, 6')}, {R.format('4')}"),
+    "index_select": ("x, i", "torch.index_select(x, 1, i) + torch.index_select(x, 0, i[2]).sum()",
+                     f"{R.format('6, 7')}, torch.randint(0, 6, (4,))"),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_math_and_copies(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "math_copies", dt, MATH_AND_COPIES)
+
+
+SORTS = {
+    "sort": ("x", "torch.sort(x, dim=1)[0] * 2, torch.sort(x, dim=0, descending=True)[1]", DISTINCT.format(5, 7)),
+    "topk": ("x", "torch.topk(x, 3, dim=1)[0] + 1, torch.topk(x, 2, dim=0, largest=False)[1]", DISTINCT.format(4, 11)),
+    "kthvalue": ("x", "torch.kthvalue(x, 2, dim=1)[0], torch.kthvalue(x, 3, 0, keepdim=True)[1]",
+                 DISTINCT.format(5, 6)),
+    "median": ("x", "torch.median(x, 1)[0], torch.median(x, 0, keepdim=True)[1], torch.median(x), "
+               "torch.nanmedian(x, 1)[0], torch.nanmedian(x)", DISTINCT.format(5, 6)),
+    "nan": ("x", "torch.sort(x, dim=1, stable=True), torch.sort(x, dim=1, descending=True, stable=True), "
+            "torch.median(x, 1), torch.nanmedian(x, 1)", NAN.format("6, 13")),
+    "cum": ("x", "torch.cummax(x, 1)[0] * 2, torch.cummax(x, 0)[1], torch.cummin(x, -1)", R.format("5, 300")),
+    "cum_nan": ("x", "torch.cummax(x, 1), torch.cummin(x, 1)", NAN.format("6, 13")),
+}
+TIED = {  # integer-valued keys: many ties, which a stable sort and torch's cummax/cummin order by index
+    "sort_ties": ("x", "torch.sort(x, dim=-1, stable=True)[1], torch.sort(x, descending=True, stable=True)[1], "
+                  "torch.argsort(x[0], stable=True)", TIES.format("3, 9")),
+    "cum_ties": ("x", "torch.cummax(x, 1), torch.cummin(x, 0)", TIES.format("4, 9")),
+}
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_sort_family(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "sorts", dt, {**SORTS, **TIED})
+
+
+@pytest.mark.parametrize("dt", ("int32", "uint8"))
+def test_sort_family_integer(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "sorts_int", dt, {**TIED, "median": ("x", "torch.median(x, 1), torch.kthvalue(x, 4, 0)",
+                                                           "torch.randperm(35).reshape(5, 7).to(DT)")})
+
+
+def test_sort_limits_are_diagnosed(tmp_path: Path) -> None:
+    """64-bit keys and rows longer than one block are named, not run through torch."""
+    spec = tmp_path / "sort64.py"
+    spec.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return torch.sort(x, dim=1)[0]\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(3, 5, dtype=torch.float64)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    res = lower_spec(spec)
+    assert res.source is None and res.diagnosis == "unsupported: aten.sort.default on torch.float64 (the sort keys " \
+        "are 32 bits)"

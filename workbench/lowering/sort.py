@@ -1,0 +1,130 @@
+"""sort, topk, kthvalue, median and nanmedian along one dim: a bitonic sort of a row held in registers.
+
+The sorted dim is moved last and the input viewed as [M, N]; a program owns SORT_BLOCK_M rows padded
+to SORT_N = next_power_of_2(N) columns. Each element becomes one int64 key, `order bits << 31 | column`:
+the order bits are the value's bits mapped so that integer order is value order (floats: sign-magnitude
+flipped, -0.0 taken as 0.0, every nan above +inf, as torch orders them; descending: the bits
+complemented), and the column breaks ties, so `tl.sort` of the keys is a *stable* sort with indices.
+Padding sorts after everything. Values are read back through the sorted indices (exact in every
+dtype). kthvalue/median pick one column per row: k - 1, the lower median (the first nan when a row has
+one, as torch), or nanmedian's median of the non-nan values.
+Keys are 32 bits: 64-bit dtypes (int64, float64) are reported unsupported, and so are rows longer than
+MAX_N (one row must fit in registers).
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.graph import dtype, op_name, packet, val
+from workbench.lowering.primitives import Primitive, register
+
+TUNABLES = ("SORT_BLOCK_M", "NUM_WARPS")
+DEFAULTS = {"SORT_BLOCK_M": ([1, 2, 4, 8, 16], 4)}
+MAX_N = 4096
+_FLOAT_KEYS = (torch.float32, torch.float16, torch.bfloat16)
+_INT_KEYS = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+
+
+def _arg(node: fx.Node, i: int, name: str, default):  # noqa: ANN001, ANN202 - small local accessor
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _params(node: fx.Node) -> tuple[str, int | None, int, bool, bool]:
+    """(mode, dim or None for the whole tensor, k, descending, keepdim) of one node."""
+    p = packet(node)
+    if p == "sort":
+        return "all", _arg(node, 1, "dim", -1), 0, bool(_arg(node, 2, "descending", False)), False
+    if p == "topk":
+        return "topk", _arg(node, 2, "dim", -1), _arg(node, 1, "k", 1), bool(_arg(node, 3, "largest", True)), False
+    if p == "kthvalue":
+        return "kth", _arg(node, 2, "dim", -1), _arg(node, 1, "k", 1), False, bool(_arg(node, 3, "keepdim", False))
+    dim = _arg(node, 1, "dim", None)
+    return p, dim, 0, False, bool(_arg(node, 2, "keepdim", False))
+
+
+def _body(mode: str, floating: bool, descending: bool) -> list[str]:
+    kt = "tl.float32" if floating else "tl.int32"
+    L = ["rows = tl.program_id(0).to(tl.int64) * SORT_BLOCK_M + tl.arange(0, SORT_BLOCK_M)",
+         "cols = tl.arange(0, SORT_N)", "m = (rows[:, None] < M) & (cols[None, :] < N)",
+         "ptr = x_ptr + rows[:, None] * x_sm", f"x = tl.load(ptr + cols[None, :] * x_sn, mask=m, other=0).to({kt})"]
+    if floating:
+        L += ["x = tl.where(x == 0, 0.0, x)",
+              "b = x.to(tl.int32, bitcast=True)", "b = tl.where(b < 0, b ^ 0x7FFFFFFF, b)",
+              "key = b.to(tl.int64) + 2147483648", "key = tl.where(x != x, 4294967295, key)"]
+    else:
+        L.append("key = x.to(tl.int64) + 2147483648")
+    if descending:
+        L.append("key = 4294967295 - key")
+    L += ["key = tl.where(m, (key << 31) | cols[None, :].to(tl.int64), 9223372036854775807)",
+          "idx = tl.sort(key, dim=1) & 2147483647"]
+    if mode in ("all", "topk"):
+        return L + ["keep = (rows[:, None] < M) & (cols[None, :] < K)",
+                    "out = rows[:, None] * K + cols[None, :]",
+                    "tl.store(vals_ptr + out, tl.load(ptr + idx * x_sn, mask=keep), mask=keep)",
+                    "tl.store(idx_ptr + out, idx, mask=keep)"]
+    if mode == "kth":
+        L.append("pos = tl.zeros([SORT_BLOCK_M], tl.int64) + (K - 1)")
+    elif not floating:
+        L.append("pos = tl.zeros([SORT_BLOCK_M], tl.int64) + (N - 1) // 2")
+    else:
+        L.append("nn = tl.sum((m & (x != x)).to(tl.int64), axis=1)")
+        L.append("pos = tl.where(nn > 0, N - nn, (N - 1) // 2)" if mode == "median" else
+                 "pos = tl.where(N - nn > 0, (N - nn - 1) // 2, 0)")
+    return L + ["i = tl.sum(tl.where(cols[None, :] == pos[:, None], idx, 0), axis=1)", "rm = rows < M",
+                "tl.store(vals_ptr + rows, tl.load(x_ptr + rows * x_sm + i * x_sn, mask=rm), mask=rm)",
+                "tl.store(idx_ptr + rows, i, mask=rm)"]
+
+
+def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    x = node.args[0]
+    dt = dtype(x)
+    if dt not in _FLOAT_KEYS + _INT_KEYS:
+        raise Unsupported(f"unsupported: {op_name(node)} on {dt} (the sort keys are 32 bits)")
+    mode, dim, k, desc, keepdim = _params(node)
+    r = val(x).dim()
+    whole = dim is None
+    if not whole:
+        dim = dim % max(r, 1)
+        n = val(x).shape[dim] if r else 1
+        if isinstance(n, int) and n > MAX_N:
+            raise Unsupported(f"unsupported: {op_name(node)} over rows of {n} > {MAX_N} elements")
+    doc = (f'    """{packet(node)} along the last axis of x viewed as [M, N]: a stable bitonic sort of '
+           f'(value, column) keys{", descending" if desc else ""}."""')
+    sig = ("x_ptr, vals_ptr, idx_ptr, M, N, x_sm, x_sn, K, SORT_BLOCK_M: tl.constexpr, SORT_N: tl.constexpr")
+    body = _body(mode, dt in _FLOAT_KEYS, desc)
+    src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in body]) + "\n"
+    xv, v = names[x], names[node]
+    if whole:
+        launch = [f"_x = {xv}.reshape(1, {xv}.numel())"]
+    else:
+        perm = [d for d in range(max(r, 1)) if d != dim] + [dim]
+        launch = [f"_xs = {xv}.reshape([1]) if {xv}.dim() == 0 else {xv}", f"_xp = _xs.permute({perm})",
+                  "_x = _xp.reshape(_numel(_xp.shape[:-1]), _xp.shape[-1])"]
+    K = {"all": "_N", "topk": expr(k), "kth": expr(k)}.get(mode, "1")
+    one = mode not in ("all", "topk")
+    launch += ["_M, _N = _x.shape",
+               f"if _N > {MAX_N}:",
+               f"    raise ValueError(f'{packet(node)}: rows of {{_N}} elements, more than the {MAX_N} a block holds')",
+               "_BN = triton.next_power_of_2(max(_N, 1))", f"_BM = max(1, min(SORT_BLOCK_M, {MAX_N} // _BN))",
+               f"_K = {K}",
+               f"_v = torch.empty([_M{'' if one else ', _K'}], dtype={torch_dtype(dt)}, device=dev)",
+               f"_i = torch.empty([_M{'' if one else ', _K'}], dtype=torch.int64, device=dev)",
+               f"if _M and _N: {name}[(triton.cdiv(_M, _BM),)](_x, _v, _i, _M, _N, *_x.stride(), _K, "
+               "SORT_BLOCK_M=_BM, SORT_N=_BN, num_warps=NUM_WARPS)"]
+    if whole:
+        return src, launch + [f"{v} = _v.reshape([])"], set()
+    if one:
+        shape = "_xp.shape[:-1]"
+        back = f".unsqueeze({dim})" if keepdim and r else ""
+    else:
+        inv = [perm.index(d) for d in range(max(r, 1))]
+        shape = "[*_xp.shape[:-1], _K]"
+        back = f".permute({inv})" + (".reshape([])" if r == 0 else "")
+    launch += [f"{v}_0 = _v.reshape({shape}){back}", f"{v}_1 = _i.reshape({shape}){back}"]
+    return src, launch, set()
+
+
+for _op in ("sort", "topk", "kthvalue", "median", "nanmedian"):
+    register(_op, Primitive("sort", TUNABLES, sort_kernel, tuple_out=True))
