@@ -1,5 +1,5 @@
 """The primitives added for the ATen suite's unsupported ops, against PyTorch on odd shapes in every dtype
-they support (tolerances: workbench/tolerances.py): asin/acos/i0/copysign/ldexp, diagonal views,
+they support (tolerances: workbench/tolerances.py): asin/acos/i0/copysign/ldexp, frexp, diagonal views,
 diagonal_scatter, index_select, addmv/addbmm (rewritten to mm), sort/argsort/topk/kthvalue/median/
 nanmedian (stable bitonic sort of (value, column) keys) and cummax/cummin, ties and nans included."""
 from __future__ import annotations
@@ -36,6 +36,19 @@ MATH_AND_COPIES = {
 @pytest.mark.parametrize("dt", FLOATS)
 def test_math_and_copies(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "math_copies", dt, MATH_AND_COPIES)
+
+
+# 0, inf, nan, fp32 subnormals (1e-40, 6e-39), values that are normal in fp32 but not in fp16
+SPECIAL = ("torch.tensor([0., -0., float('inf'), -float('inf'), float('nan'), 1e-40, -3.5, 1.0, 0.75, 6e-39, 1e-6, "
+           "-7e4]).to(DT)")
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "float64"))
+def test_frexp(tmp_path: Path, dt: str) -> None:
+    # bf16 subnormals are left out: the interpreter flushes them to 0 when it widens bf16 to fp32
+    special = SPECIAL.replace("1e-40", "1e-30").replace("6e-39", "-2e-37") if dt == "bfloat16" else SPECIAL
+    _family(tmp_path, "frexp", dt, {"frexp": ("x, y", "torch.frexp(x * 100), torch.frexp(y.t())",
+                                              f"{R.format('5, 7')}, {special}.reshape(2, 6) * 1")})
 
 
 SORTS = {

@@ -110,9 +110,13 @@ def index_select_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], exp
 def _index_at(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node, k: int,
               it: fx.Node) -> tuple[str, list[str], set[str]]:
     rx, ri = val(x).dim(), val(it).dim()
-    if packet(node) == "index_select":
+    select = packet(node) == "index_select"
+    if select:
         ri = 1  # a 0-d index still keeps the dim (of size 1)
-    if rx == 0:
+    scalar = select and rx == 0  # a 0-d x is read as [1] and the result is 0-d, as torch does
+    if scalar:
+        rx = 1
+    elif rx == 0:
         raise Unsupported(f"unsupported: {op_name(node)} of a 0-d tensor")
     r = rx - 1 + ri
     pre, post = list(range(k)), list(range(k + 1, rx))
@@ -123,13 +127,13 @@ def _index_at(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node, k
     params = ["out_ptr", "x_ptr", "idx_ptr", "kdim", "sx_k"] + [f"sx{d}" for d in pre + post] + \
         [f"si{d}" for d in range(ri)]
     src = _kernel(name, f"x[{', '.join([':'] * k + ['idx'])}, ...]: one index tensor at dim {k}.", params, r, body)
-    xv, iv = names[x], names[it]
-    ishape = f"{iv}.reshape(-1).shape" if packet(node) == "index_select" else f"{iv}.shape"
-    shape = f"[*{xv}.shape[:{k}], *{ishape}, *{xv}.shape[{k + 1}:]]"
+    xv, iv = (f"{names[x]}.reshape([1])" if scalar else names[x]), names[it]
+    ishape = f"{iv}.reshape(-1).shape" if select else f"{iv}.shape"
+    shape = "[]" if scalar else f"[*{xv}.shape[:{k}], *{ishape}, *{xv}.shape[{k + 1}:]]"
     sx = [f"{xv}.stride({d})" for d in pre + post]
     launch = _launch(name, names[node], shape, torch_dtype(dtype(node)),
                      [xv, iv, f"{xv}.shape[{k}]", f"{xv}.stride({k})", *sx,
-                      f"*{iv}.reshape(-1).stride()" if packet(node) == "index_select" else f"*{iv}.stride()"])
+                      f"*{iv}.reshape(-1).stride()" if select else f"*{iv}.stride()"])
     return src, launch, set()
 
 
