@@ -1,7 +1,7 @@
 """Harness overhead per candidate: wall time beyond the candidate's own compile and timed runs.
 
 Usage: python benchmarks/harness_overhead.py [--device auto] [--modes staging,vector_add,examples]
-       [--repeat 3] [--out results/harness/overhead]
+       [--repeat 2] [--label NAME] [--out results/harness/overhead] [--commit SHA]
 
 Modes (each a section of the JSON it writes, with provenance):
 - `staging`: the path one timed round's inputs take, alone, in this process: R = 4 sets of vector_add at
@@ -18,8 +18,6 @@ timing (benchmarks/gpu_hostile_harness.py's `_row`); `rounds_*` phases split the
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -31,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from workbench.env import ensure_interpreter_if_no_gpu  # noqa: E402
 
 ensure_interpreter_if_no_gpu()
@@ -174,7 +173,7 @@ def evaluations(h: Any, device: str, modes: list[str], n: int | None, repeat: in
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.parser(__doc__, out_default="results/harness/overhead")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--modes", default="staging,vector_add,examples")
     ap.add_argument("--repeat", type=int, default=2)
@@ -182,16 +181,14 @@ def main() -> int:
     ap.add_argument("--stage-n", type=int, default=1 << 24, help="vector_add's N in the staging mode")
     ap.add_argument("--stage-rounds", type=int, default=3)
     ap.add_argument("--label", default="", help="a name for this run (e.g. before/after), in the file name")
-    ap.add_argument("--out", default=str(ROOT / "results" / "harness" / "overhead"))
     args = ap.parse_args()
     from workbench.harness import Harness, resolve_device
-    from workbench.provenance import collect
 
     device = resolve_device(args.device)
     modes = [m for m in args.modes.split(",") if m]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    doc: dict[str, Any] = {"provenance": collect(), "device": device, "label": args.label,
+    doc: dict[str, Any] = {"provenance": common.provenance(args.commit), "device": device, "label": args.label,
                            "load_avg": os.getloadavg(), "cpus": os.cpu_count(),
                            "env": {k: os.environ.get(k) for k in ("WB_STAGE_MB", "WB_STAGE_TOTAL_MB",
                                                                   "WB_DEVICE_INPUTS", "WB_INPUT_CACHE")}}
@@ -209,7 +206,7 @@ def main() -> int:
     doc["load_avg_end"] = os.getloadavg()
     doc["total_s"] = time.perf_counter() - t0
     name = f"overhead_{device}{'_' + args.label if args.label else ''}.json"
-    (out / name).write_text(json.dumps(doc, indent=1, default=str))
+    common.write_json(out / name, doc)
     for key in ("vector_add", "examples"):
         if key in doc:
             print(f"{key}: median client wall {doc[key]['median_client_wall_after_first_s']:.2f} s, overhead "

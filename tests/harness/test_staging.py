@@ -51,6 +51,8 @@ def test_raw_layout_refuses_what_it_cannot_represent(tmp_path: Path) -> None:
     assert not _plan.raw_layout_ok([[x.t()]])             # strides
     assert not _plan.raw_layout_ok([[x[1:]]])             # a view into a larger storage
     assert not _plan.raw_layout_ok([[x, {"a": 1}]])       # not a JSON scalar
+    assert not _plan.raw_layout_ok([[x, x[:2]]])            # two inputs sharing a storage
+    assert _plan.raw_layout_ok([[x[:2]], [x[:2].clone()]])  # a prefix view is written as its own bytes
     assert not _plan.raw_layout_ok([[x.requires_grad_()]])
     (tmp_path / "bad.raw").write_bytes(b"PK\x03\x04" + b"\0" * 64)
     with pytest.raises(ValueError):

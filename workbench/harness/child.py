@@ -442,7 +442,7 @@ class _Reference:
         """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
         out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
         spec = self.spec
-        todo: list[tuple[int, str, str, list[Any]]] = []
+        todo: list[tuple[int, str, str, Any]] = []  # inputs, or the seed of a timed set
         for si, (name, _) in enumerate(self.plan.shapes):
             for t in range(self.plan.trials):
                 todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)]))
@@ -451,9 +451,11 @@ class _Reference:
                     out["correct"] = False
                     out["problems"].append(f"shape {name}: no timed repetition left an output to check")
                 for k, i, seed in timed:
-                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt",
-                                 self.timed_sets([seed], self.cache_timed)[0]))
+                    # regenerated one at a time below: all at once they would hold every judged set
+                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt", seed))
         for si, where, fname, host in todo:
+            if isinstance(host, int):
+                host = self.timed_sets([host], self.cache_timed)[0]
             path = sandbox / fname
             if not path.is_file():
                 out["correct"] = False

@@ -131,11 +131,17 @@ RAW_MAGIC = b"WBRAW1\n"
 def raw_layout_ok(sets: list[list[Any]]) -> bool:
     """True when every input is a dense CPU tensor or a JSON scalar (else the round uses torch.save)."""
     for st in sets:
+        storages = set()
         for x in st:
             if isinstance(x, torch.Tensor):
-                if x.device.type != "cpu" or not x.is_contiguous() or x.is_sparse or x.storage_offset() != 0 \
-                        or x.untyped_storage().nbytes() != x.numel() * x.element_size() or x.requires_grad:
+                if x.device.type != "cpu" or x.is_sparse or not x.is_contiguous() or x.storage_offset() != 0 \
+                        or x.requires_grad:
                     return False
+                if x.numel():
+                    ptr = x.untyped_storage().data_ptr()
+                    if ptr in storages:  # inputs that alias each other: torch.save keeps that, a flat file not
+                        return False
+                    storages.add(ptr)
             elif not (x is None or isinstance(x, (bool, int, float, str))):
                 return False
     return True
