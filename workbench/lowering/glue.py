@@ -107,7 +107,7 @@ def _broadcast_in_dim(v: str, node: fx.Node, e: Expr) -> list[str]:
     return [f"{v} = {x}.expand({e(list(shape))})"]
 
 
-def _diag_view(v: str, x: str, node: fx.Node, src: fx.Node, e: Expr, first: int) -> list[str]:
+def diag_view(v: str, x: str, node: fx.Node, src: fx.Node, e: Expr, first: int) -> list[str]:
     """`v = x.diagonal(offset, dim1, dim2)` spelled as an as_strided view of x (diagonal itself is not glue):
     the other dims keep their sizes and strides, the diagonal has stride s1 + s2."""
     r = val(src).dim()
@@ -123,18 +123,11 @@ def _diag_view(v: str, x: str, node: fx.Node, src: fx.Node, e: Expr, first: int)
 
 
 def _diagonal(v: str, node: fx.Node, e: Expr) -> list[str]:
-    return _diag_view(v, e(node.args[0]), node, node.args[0], e, 1)
-
-
-def _diagonal_scatter(v: str, node: fx.Node, e: Expr) -> list[str]:
-    """A copy of x with its diagonal overwritten by src: clone, then copy_ into the diagonal view (both glue)."""
-    return [f"{v} = {e(node.args[0])}.clone()"] + _diag_view("_dv", v, node, node.args[0], e, 2) + \
-        [f"_dv.copy_({e(node.args[1])})"]
+    return diag_view(v, e(node.args[0]), node, node.args[0], e, 1)
 
 
 GLUE: dict[str, Rule] = {
     "diagonal": _diagonal,
-    "diagonal_scatter": _diagonal_scatter,
     "broadcast_in_dim": _broadcast_in_dim,
     "view": _method("reshape", (1, "size")),
     "_unsafe_view": _method("reshape", (1, "size")),
