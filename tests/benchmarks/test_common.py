@@ -17,7 +17,6 @@ NOT_ON_COMMON = {
     "slim_ray_wheel.py": "a packaging tool (two positional paths), it measures nothing and records nothing",
     "readme_tables.py": "regenerates README blocks from recorded CSVs in place: no options, no new numbers",
     "lowering_gpu.py": "two subcommands run on two machines (stage: lowering here; run: timing on the GPU)",
-    "harness_overhead.py": "owned by the harness work; not yet moved",
 }
 
 

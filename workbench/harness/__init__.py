@@ -164,6 +164,9 @@ class Harness:
             res.details["rounds"] = cand.get("rounds")
             res.details["reps_per_round"] = cand.get("reps_per_round")
             res.details["own_null_round_us"] = cand.get("own_null_round_us")  # information, never in a time
+            for k in ("rounds_planned", "stage_total_mb", "staged_mb"):  # a staging budget that cut rounds shows
+                if k in cand:
+                    res.details[k] = cand[k]
         if base:
             res.baseline_runtime_us, res.baseline_p20_us, res.baseline_p80_us = (
                 base["median_us"], base["p20_us"], base["p80_us"])

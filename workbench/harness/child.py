@@ -384,11 +384,12 @@ class _Reference:
     def _device_generation(self) -> bool:
         """On the GPU, timed inputs are generated there (`get_inputs()` under `torch.device`): host RNG
         costs seconds per evaluation for large inputs (2 x 16M randn: about 0.3 s a set). Decided once per
-        job, so the judge regenerates exactly what was staged; off with WB_DEVICE_INPUTS=off, and for specs
-        whose `get_inputs()` fails there or returns anything but device tensors and scalars."""
+        job, so the judge regenerates exactly what was staged; for specs whose `get_inputs()` fails there or
+        returns anything but device tensors and scalars, the host's. Opt-in (`WB_DEVICE_INPUTS=on`) until a
+        GPU run has measured it: written in a session without device time, it has never run on a GPU."""
         if self._devgen is None:
             self._devgen = False
-            if self.device == "cuda" and os.environ.get("WB_DEVICE_INPUTS", "on") != "off":
+            if self.device == "cuda" and os.environ.get("WB_DEVICE_INPUTS", "off") == "on":
                 try:
                     torch.manual_seed(self.plan.timing_seed(0))
                     with torch.device(self.device):
