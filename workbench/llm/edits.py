@@ -191,10 +191,10 @@ def apply_region(parent: str, region: Region, code: str) -> EditOutcome:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        return EditOutcome(None, 0, 1, f"the new {region.name} does not parse: line {exc.lineno}: {exc.msg}")
+        return EditOutcome(None, 0, 1, f"the reply for {region.name} does not parse: line {exc.lineno}: {exc.msg}")
     if region.kind == "tunables":
         if not tree.body or not all(isinstance(n, ast.Assign) and _upper_targets(n) for n in tree.body):
-            return EditOutcome(None, 0, 1, f"the new {region.name} is not only NAME = value lines")
+            return EditOutcome(None, 0, 1, f"the reply for {region.name} is not only NAME = value lines")
     else:
         want = region.name.split()[-1].split(".")[-1]
         defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -213,7 +213,7 @@ def apply_region(parent: str, region: Region, code: str) -> EditOutcome:
         return EditOutcome(None, 0, 1, f"{region.name} is not unique in the parent")
     out = parent.replace(region.text, new, 1)
     if out == parent:
-        return EditOutcome(None, 1, 1, f"the new {region.name} is the same as the parent's")
+        return EditOutcome(None, 1, 1, f"the reply for {region.name} is the same as the parent's")
     return EditOutcome(out, 1, 1, f"replaced {region.name} of the parent")
 
 
