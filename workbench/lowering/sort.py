@@ -1,10 +1,11 @@
 """sort, topk, kthvalue, median and nanmedian along one dim: a bitonic sort of a row held in registers.
 
 The sorted dim is moved last and the input viewed as [M, N]; a program owns SORT_BLOCK_M rows padded
-to SORT_N = next_power_of_2(N) columns. Each element becomes one int64 key, `order bits << 31 | column`:
+to next_power_of_2(N) columns. Each element becomes one int64 key, `order bits << 31 | column`:
 the order bits are the value's bits mapped so that integer order is value order (floats: sign-magnitude
 flipped, -0.0 taken as 0.0, every nan above +inf, as torch orders them; descending: the bits
-complemented), and the column breaks ties, so `tl.sort` of the keys is a *stable* sort with indices.
+complemented), and the column breaks ties, so sorting the keys (a bitonic network, `_sort_rows`) is a
+*stable* sort with indices.
 Padding sorts after everything. Values are read back through the sorted indices (exact in every
 dtype). kthvalue/median pick one column per row: k - 1, the lower median (the first nan when a row has
 one, as torch), or nanmedian's median of the non-nan values.
@@ -18,12 +19,38 @@ import torch.fx as fx
 
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import dtype, op_name, packet, val
+from workbench.lowering.pointwise import HELPERS
 from workbench.lowering.primitives import Primitive, register
 
 TUNABLES = ("SORT_BLOCK_M", "NUM_WARPS")
 DEFAULTS = {"SORT_BLOCK_M": ([1, 2, 4, 8, 16], 4)}
 MAX_N = 8192      # the longest row one program sorts (OpInfo's sort samples reach 8000)
 ROW_ELEMS = 4096  # short rows are packed up to this many elements per program
+# the bitonic network written with reshapes and sums, not `tl.sort`: Triton's interpreter runs tl.sort's
+# xor reduction element by element in Python (130 s for OpInfo's sort samples) but tl.sum in numpy
+HELPERS["_sort_rows"] = '''@triton.jit
+def _sort_rows(x, BM: tl.constexpr, LOG_N: tl.constexpr):
+    # ascending bitonic sort of each row of x [BM, 2 ** LOG_N] (distinct int64 keys)
+    N: tl.constexpr = 1 << LOG_N
+    p = tl.arange(0, 2)[None, None, :, None]
+    for s in tl.static_range(1, LOG_N + 1):
+        for jj in tl.static_range(0, s):
+            j: tl.constexpr = s - 1 - jj
+            A: tl.constexpr = N >> (j + 1)
+            y = tl.reshape(x, [BM, A, 2, 1 << j])
+            lo = tl.sum(tl.where(p == 0, y, 0), axis=2)
+            hi = tl.sum(tl.where(p == 1, y, 0), axis=2)
+            a = tl.arange(0, A)[None, :, None]
+            if s == LOG_N:
+                desc = a < 0
+            else:
+                desc = ((a >> (s - j - 1)) & 1) == 1
+            swap = (lo > hi) != desc
+            first = tl.where(swap, hi, lo)
+            second = tl.where(swap, lo, hi)
+            x = tl.reshape(tl.where(p == 0, first[:, :, None, :], second[:, :, None, :]), [BM, N])
+    return x
+'''
 _FLOAT_KEYS = (torch.float32, torch.float16, torch.bfloat16)
 _INT_KEYS = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
 
@@ -48,7 +75,7 @@ def _params(node: fx.Node) -> tuple[str, int | None, int, bool, bool]:
 def _body(mode: str, floating: bool, descending: bool) -> list[str]:
     kt = "tl.float32" if floating else "tl.int32"
     L = ["rows = tl.program_id(0).to(tl.int64) * SORT_BLOCK_M + tl.arange(0, SORT_BLOCK_M)",
-         "cols = tl.arange(0, SORT_N)", "m = (rows[:, None] < M) & (cols[None, :] < N)",
+         "cols = tl.arange(0, 1 << SORT_LOG)", "m = (rows[:, None] < M) & (cols[None, :] < N)",
          "ptr = x_ptr + rows[:, None] * x_sm", f"x = tl.load(ptr + cols[None, :] * x_sn, mask=m, other=0).to({kt})"]
     if floating:
         L += ["x = tl.where(x == 0, 0.0, x)",
@@ -59,7 +86,7 @@ def _body(mode: str, floating: bool, descending: bool) -> list[str]:
     if descending:
         L.append("key = 4294967295 - key")
     L += ["key = tl.where(m, (key << 31) | cols[None, :].to(tl.int64), 9223372036854775807)",
-          "idx = tl.sort(key, dim=1) & 2147483647"]
+          "idx = _sort_rows(key, SORT_BLOCK_M, SORT_LOG) & 2147483647"]
     if mode in ("all", "topk"):
         return L + ["keep = (rows[:, None] < M) & (cols[None, :] < K)",
                     "out = rows[:, None] * K + cols[None, :]",
@@ -93,7 +120,7 @@ def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
             raise Unsupported(f"unsupported: {op_name(node)} over rows of {n} > {MAX_N} elements")
     doc = (f'    """{packet(node)} along the last axis of x viewed as [M, N]: a stable bitonic sort of '
            f'(value, column) keys{", descending" if desc else ""}."""')
-    sig = ("x_ptr, vals_ptr, idx_ptr, M, N, x_sm, x_sn, K, SORT_BLOCK_M: tl.constexpr, SORT_N: tl.constexpr")
+    sig = "x_ptr, vals_ptr, idx_ptr, M, N, x_sm, x_sn, K, SORT_BLOCK_M: tl.constexpr, SORT_LOG: tl.constexpr"
     body = _body(mode, dt in _FLOAT_KEYS, desc)
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in body]) + "\n"
     xv, v = names[x], names[node]
@@ -113,9 +140,9 @@ def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
                f"_v = torch.empty([_M{'' if one else ', _K'}], dtype={torch_dtype(dt)}, device=dev)",
                f"_i = torch.empty([_M{'' if one else ', _K'}], dtype=torch.int64, device=dev)",
                f"if _M and _N: {name}[(triton.cdiv(_M, _BM),)](_x, _v, _i, _M, _N, *_x.stride(), _K, "
-               "SORT_BLOCK_M=_BM, SORT_N=_BN, num_warps=NUM_WARPS)"]
+               "SORT_BLOCK_M=_BM, SORT_LOG=_BN.bit_length() - 1, num_warps=NUM_WARPS)"]
     if whole:
-        return src, launch + [f"{v} = _v.reshape([])"], set()
+        return src, launch + [f"{v} = _v.reshape([])"], {"_sort_rows"}
     if one:
         shape = "_xp.shape[:-1]"
         back = f".unsqueeze({dim})" if keepdim and r else ""
@@ -124,7 +151,7 @@ def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
         shape = "[*_xp.shape[:-1], _K]"
         back = f".permute({inv})" + (".reshape([])" if r == 0 else "")
     launch += [f"{v}_0 = _v.reshape({shape}){back}", f"{v}_1 = _i.reshape({shape}){back}"]
-    return src, launch, set()
+    return src, launch, {"_sort_rows"}
 
 
 for _op in ("sort", "topk", "kthvalue", "median", "nanmedian"):
