@@ -97,3 +97,40 @@ def test_shape_tuples_shrink_and_kernel_tuples_keep_their_meaning(tmp_path):
     over = auto_size(path, 1 << 12)
     assert "kernel_size" not in over and isinstance(over["input_shape"], tuple)
     assert over["batch_size"] * over["input_shape"][0] <= 1 << 12
+
+
+DERIVED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.cross_entropy(predictions, targets)
+
+
+batch_size = 32768
+num_classes = 4096
+input_shape = (num_classes,)
+dim = 1
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_constants_computed_from_others_follow_their_sources(tmp_path):
+    # KernelBench's 95_CrossEntropyLoss: halving input_shape alone would leave targets past the class axis
+    spec_file = tmp_path / "ce.py"
+    spec_file.write_text(DERIVED)
+    got = auto_size(spec_file, 16384)
+    assert got["input_shape"] == (got["num_classes"],) and got["num_classes"] < 4096
+    assert got["batch_size"] * got["num_classes"] <= 16384
+    spec = load_spec(spec_file, module_name="wb_test_derived")
+    spec.apply(got)
+    preds, targets = spec.module.get_inputs()
+    assert int(targets.max()) < preds.shape[1]  # the spec is valid at the reduced size

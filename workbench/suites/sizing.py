@@ -6,9 +6,14 @@ produces (inputs, parameters, intermediates, outputs). The largest size-bearing 
 until every tensor holds at most `max_elems` elements; a halving that breaks the spec (a channel
 count no longer divisible by its groups, a kernel larger than its input) is undone and that constant
 frozen. Pure: the same spec and bound give the same overrides.
+
+Constants computed from others at import (`input_shape = (num_classes,)`) are not halved on their own:
+they are recomputed from their module-level expression whenever a constant they read changes, so the
+overrides stay consistent (the targets of `randint(0, num_classes, ...)` stay below the class axis).
 """
 from __future__ import annotations
 
+import ast
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +62,45 @@ def size_constants(module: Any) -> dict[str, Any]:
         elif ("shape" in k.lower() and isinstance(v, tuple) and v and all(type(x) is int for x in v)
               and max(v) >= 2):
             out[k] = v  # only shape tuples: a `kernel_size = (3, 5)` or `stride = (1, 2)` keeps its meaning
+    return out
+
+
+def derivations(module: Any, names: set[str]) -> list[tuple[str, ast.expr, set[str]]]:
+    """The module's top-level assignments `name = expr` (in source order) of size constants in `names`
+    whose expression reads another of them: (name, expr, the constants it reads)."""
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            reads = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} & (names - {name})
+            if name in names and reads:
+                out.append((name, node.value, reads))
+    return out
+
+
+def with_derived(module: Any, base: dict[str, Any], trial: dict[str, Any],
+                 derived: list[tuple[str, ast.expr, set[str]]]) -> dict[str, Any]:
+    """`trial` plus the derived constants recomputed from it (those whose value changes)."""
+    env = {**vars(module), **base, **trial}
+    out = dict(trial)
+    changed = set(trial)
+    for name, expr, reads in derived:
+        if not reads & changed:
+            continue
+        try:
+            value = eval(compile(ast.Expression(expr), "<sizing>", "eval"), env)  # noqa: S307 - the spec's own code
+        except Exception as exc:  # an expression that needs more than constants: leave it as imported
+            log.debug("%s is not recomputed: %s", name, exc)
+            continue
+        if value != base.get(name):
+            env[name] = out[name] = value
+            changed.add(name)
     return out
 
 
@@ -129,6 +173,8 @@ def measure(spec: Any, overrides: dict[str, Any]) -> Footprint:
 def shrink(spec: Any, max_elems: int) -> SizingResult:
     """Halve the largest size-bearing constant of a loaded spec until its footprint is within `max_elems`."""
     base = size_constants(spec.module)
+    derived = derivations(spec.module, set(base))
+    follows = {name for name, _, _ in derived}  # recomputed from their sources, never halved themselves
     original = measure(spec, {})
     current: dict[str, int] = {}
     fp = original
@@ -138,11 +184,12 @@ def shrink(spec: Any, max_elems: int) -> SizingResult:
         if fp.max_elems <= max_elems:
             break
         values = {k: current.get(k, v) for k, v in base.items()}
-        order = sorted((k for k in values if _magnitude(values[k]) >= 2 and k not in frozen and k not in inert),
+        order = sorted((k for k in values if _magnitude(values[k]) >= 2 and k not in frozen and k not in inert
+                        and k not in follows),
                        key=lambda k: (-_magnitude(values[k]), k))
         progressed = False
         for name in order:
-            trial = {**current, name: _halved(values[name])}
+            trial = with_derived(spec.module, base, {**current, name: _halved(values[name])}, derived)
             try:
                 new = measure(spec, {**base, **trial})
                 if fp.forward_checked and not new.forward_checked:
