@@ -29,6 +29,7 @@ import logging
 import os
 import resource
 import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,12 +65,14 @@ class Isolation:
     private_proc: bool = False
     private_tmp: bool = False
     no_new_privs: bool = False
+    code_under_tmp: list[str] = field(default_factory=list)  # bound back read-only over the private /tmp
     missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"uid": self.uid, "namespaces": list(self.namespaces), "readonly_root": self.readonly_root,
                 "private_proc": self.private_proc, "private_tmp": self.private_tmp,
-                "no_new_privs": self.no_new_privs, "missing": list(self.missing)}
+                "no_new_privs": self.no_new_privs, "code_under_tmp": list(self.code_under_tmp),
+                "missing": list(self.missing)}
 
 
 def _err(what: str) -> str:
@@ -144,6 +147,29 @@ def _readonly_everything(iso: Isolation) -> None:
     iso.readonly_root = ok
 
 
+# Private temp dirs that may hold code (a clone and its venv in /tmp): /dev/shm and /run/lock never do, and
+# hold the input cache and other jobs' sandboxes.
+_CODE_MASKED = ("/tmp", "/var/tmp")
+
+
+def code_roots(paths: list[str], masked: tuple[str, ...] = _CODE_MASKED) -> list[str]:
+    """The directories among `paths` (the interpreter's prefixes, `sys.path`, the repository) that lie under
+    a temp dir the sandbox replaces, outermost first, none inside another, and never a temp dir itself."""
+    out: list[str] = []
+    for p in sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)}, key=lambda q: (len(q), q)):
+        if not any(p.startswith(m + os.sep) for m in masked):
+            continue
+        if any(p == r or p.startswith(r + os.sep) for r in out):
+            continue
+        out.append(p)
+    return out
+
+
+def _interpreter_paths() -> list[str]:
+    repo = str(Path(__file__).resolve().parents[2])  # workbench/harness/sandbox.py -> the repository
+    return [sys.prefix, sys.exec_prefix, sys.base_prefix, repo, *sys.path]
+
+
 def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: int) -> None:
     """Read-only view of everything, empty private temp dirs, the sandbox writable, the stage read-only."""
     if "mount" not in iso.namespaces:
@@ -151,6 +177,9 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
         return
     # Hold the sandbox and the stage by descriptor: the tmpfs mounts below may hide their paths.
     held = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (sandbox, stage) if p is not None]
+    # Code under /tmp (a clone there, its venv) stays importable: the candidate's lazy imports (torch's
+    # submodules, the harness's own) would fail in the empty tmpfs. Bound back read-only, nothing else.
+    roots = [(r, os.open(r, os.O_PATH | os.O_DIRECTORY)) for r in code_roots(_interpreter_paths())]
     _readonly_everything(iso)
     private = True
     for d in ("/tmp", "/var/tmp", "/run/lock", "/dev/shm"):
@@ -158,6 +187,14 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
             private = False
             iso.missing.append(_err(f"tmpfs {d}"))
     iso.private_tmp = private
+    for root, fd in roots:
+        os.makedirs(root, exist_ok=True)  # inside the fresh tmpfs, owned by root
+        if _mount(f"/proc/self/fd/{fd}", root, None, MS_BIND | MS_REC) and \
+                _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV):
+            iso.code_under_tmp.append(root)
+        else:
+            iso.missing.append(_err(f"bind code under tmp {root}"))
+        os.close(fd)
     os.makedirs(SANDBOX_MOUNT, exist_ok=True)
     if not _mount(f"/proc/self/fd/{held[0]}", SANDBOX_MOUNT, None, MS_BIND) or \
             not _mount(None, SANDBOX_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV):
