@@ -28,7 +28,8 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
     # a run written before its sessions' wall time was kept: first start to last finish
     span = (max(ends) - min(starts)) if starts and ends else None
     for row in rows:
-        rec = dict(row.record) if row.record else {
+        # a pending row may keep the record of an attempt that was reset (a retried failure): not a result
+        rec = dict(row.record) if row.record and row.status not in ("pending", "running") else {
             "problem_id": row.problem_id, "level": row.level, "name": row.name, "spec_path": row.spec_path,
             "verdict": "not_run", "correct": False, "fitness": 0.0, "speedup": 0.0,
             "diagnosis": "not finished (resume the run)"}
