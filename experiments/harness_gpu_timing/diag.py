@@ -1,7 +1,7 @@
 """Where the hostile harness's GPU timing bias comes from (issue 15), in one device call.
 
-Frozen experiment, prepared at commit 482584c and not yet run (see README.md here); it would write
-results/harness/gpu_timing_diag/.
+Frozen experiment, prepared on 2026-12-01 (`git log -- experiments/harness_gpu_timing`), not yet run (see
+README.md here); it would write results/harness/gpu_timing_diag/.
 Nothing imports it. Run on the GPU machine from the repository root:
 
     PYTHONPATH=. python experiments/harness_gpu_timing/diag.py --out $OUT/diag
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 EXAMPLES = ["vector_add", "row_softmax", "matmul"]
 
 
-def _module(path: Path, name: str):  # noqa: ANN202 - a module
+def _module(path: Path, name: str):  # noqa: ANN202 - a module (the candidate: not a spec, so not load_spec)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[name] = mod
@@ -45,6 +45,8 @@ def _module(path: Path, name: str):  # noqa: ANN202 - a module
 
 def part_a(out: Path) -> list[dict]:
     import torch
+
+    from workbench.spec import load_spec
 
     rows = []
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
@@ -63,9 +65,9 @@ def part_a(out: Path) -> list[dict]:
                 torch.cuda.synchronize()
 
     for ex in EXAMPLES:
-        spec = _module(ROOT / "examples" / ex / "spec.py", f"spec_{ex}")
-        for k, v in spec.SHAPES["production"].items():
-            setattr(spec, k, v)
+        loaded = load_spec(ROOT / "examples" / ex / "spec.py", module_name=f"spec_{ex}")
+        loaded.apply(loaded.module.SHAPES["production"])
+        spec = loaded.module
         cand = _module(ROOT / "examples" / ex / "candidate.py", f"cand_{ex}")
         init = spec.get_init_inputs()
         torch.manual_seed(0)
