@@ -7,6 +7,7 @@ One cluster and one evaluator for the whole module: on the 2-core CI machine a R
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
@@ -63,7 +64,10 @@ def _comparable(r) -> dict:
         # `wrong` in two runs on this machine; cause not pinned down), only that it is wrong
         "max_abs_err": r.max_abs_err if r.passed else (r.max_abs_err or 0) > 0,
         "fitness>0": r.fitness > 0,
-        "error_head": (r.error.strip().splitlines() or [""])[0][:80],
+        # the count of differing elements depends on the evaluation's fresh inputs (CI: 4097 vs 4099 of
+        # 4099 for `wrong`, where b * scale is within tolerance of 0), the message's shape does not
+        "error_head": re.sub(r"\d+ of (\d+) elements", r"N of \1 elements",
+                             (r.error.strip().splitlines() or [""])[0][:80]),
     }
 
 
