@@ -34,7 +34,7 @@ _COMPILE = {"left_s": 0.0}
 
 
 def stage(args: argparse.Namespace) -> int:
-    from workbench.lowering import LoweringResult, lower_spec
+    from workbench.lowering import LoweringResult
 
     root = Path(args.root)
     out = Path(args.dir)
@@ -51,7 +51,7 @@ def stage(args: argparse.Namespace) -> int:
             if args.reuse and staged.is_file():  # lowered by an earlier stage call: same code, same source
                 res = LoweringResult(staged.read_text(), "")
             else:
-                res = lower_spec(f)
+                res = _lower_bounded(f, args.prepare_timeout)
             row = {"level": int(lvl), "problem": f.stem, "spec": f"specs/l{lvl}_{f.name}", "diagnosis": res.diagnosis}
             shutil.copy(f, out / row["spec"])
             if res.source is not None:
@@ -61,6 +61,46 @@ def stage(args: argparse.Namespace) -> int:
             print(f"level {lvl} {f.stem}: {res.diagnosis or 'lowered'}", flush=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return 0
+
+
+def _lower_in_child(path: str, conn) -> None:  # noqa: ANN001 - a Pipe end
+    from workbench.lowering import lower_spec
+
+    try:
+        res = lower_spec(Path(path))
+        conn.send((res.source, res.diagnosis))
+    except BaseException as e:  # noqa: BLE001 - reported as the problem's diagnosis, the stage goes on
+        conn.send((None, f"lowering raised {type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _lower_bounded(path: Path, timeout_s: float):  # noqa: ANN202 - a LoweringResult
+    """lower_spec in a forked child, killed after timeout_s: L3 38_LSTMBidirectional at published sizes
+    ran over 1.5 h and 14 GB under fake tensors and froze every later problem of the stage."""
+    import multiprocessing as mp
+
+    from workbench.lowering import LoweringResult
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_lower_in_child, args=(str(path), child), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if parent.poll(timeout_s):
+            try:
+                source, diagnosis = parent.recv()
+            except EOFError:  # the child died without an answer (killed for memory, a native crash)
+                proc.join(5)
+                return LoweringResult(None, f"lowering died with exit code {proc.exitcode}")
+            return LoweringResult(source, diagnosis)
+        return LoweringResult(None, f"lowering timed out after {timeout_s:.0f} s")
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        parent.close()
 
 
 def _load(path: Path, name: str):  # noqa: ANN202 - a module
@@ -199,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="level:start:stop[:step] of each level's problems sorted by number")
     s.add_argument("--dir", default=".cache/lowering_gpu")
     s.add_argument("--reuse", action="store_true", help="keep candidates an earlier stage call wrote")
+    s.add_argument("--prepare-timeout", type=float, default=600.0,
+                   help="seconds one problem may spend lowering before it is recorded as timed out")
     r = sub.add_parser("run")
     r.add_argument("--dir", default=".cache/lowering_gpu")
     r.add_argument("--out", default="gpu.csv")
