@@ -91,3 +91,50 @@ def test_sort_limits_are_diagnosed(tmp_path: Path) -> None:
     res = lower_spec(spec)
     assert res.source is None and res.diagnosis == "unsupported: aten.sort.default on torch.float64 (the sort keys " \
         "are 32 bits)"
+
+
+SORTED = "torch.sort(torch.randint(-4, 5, ({},)).to(DT), dim=-1).values"   # ties: equal boundaries and values
+SEARCHES = {
+    "searchsorted_1d": ("b, x", "torch.searchsorted(b, x), torch.searchsorted(b, x, right=True, out_int32=True), "
+                        "torch.searchsorted(b, x[0], side='right')", f"{SORTED.format('9')}, "
+                        "torch.randint(-5, 6, (7, 5)).to(DT)"),
+    "searchsorted_rows": ("b, x", "torch.searchsorted(b, x, side='right'), torch.searchsorted(b, x)",
+                          f"{SORTED.format('3, 4, 6')}, torch.randint(-5, 6, (3, 4, 5)).to(DT)"),
+    "bucketize": ("x, b", "torch.bucketize(x, b), torch.bucketize(x[1:, 2:], b, right=True)",
+                  f"torch.randint(-6, 7, (6, 7)).to(DT), {SORTED.format('13')}"),
+    "empty_boundaries": ("x, b", "torch.bucketize(x, b[:0]), torch.searchsorted(b[:1], x)",
+                         f"torch.randint(-6, 7, (5,)).to(DT), {SORTED.format('3')}"),
+}
+# a NaN value goes past every boundary; a NaN boundary (sorted last) steers the search as in PyTorch's loop
+NAN_SEARCHES = {
+    "nan": ("x, b", "torch.bucketize(x, b), torch.searchsorted(b, x, right=True), torch.bucketize(x, b[:4])",
+            f"{NAN.format('5, 3')}, torch.tensor([-1., 0., 0., 1., float('nan')]).to(DT)"),
+    "fractions": ("b, x", "torch.searchsorted(b, x), torch.bucketize(x, b[1], right=True)",
+                  f"torch.sort({R.format('2, 17')}, dim=-1).values, {R.format('2, 9')}"),
+}
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "float64", "int64", "int32", "uint8"))
+def test_searchsorted_bucketize(tmp_path: Path, dt: str) -> None:
+    cases = {**SEARCHES, **(NAN_SEARCHES if dt.startswith(("float", "bfloat")) else {})}
+    if dt == "uint8":  # no negatives
+        cases = {k: (a, e, i.replace("-4, 5", "0, 9").replace("-5, 6", "0, 11").replace("-6, 7", "0, 13"))
+                 for k, (a, e, i) in cases.items()}
+    _family(tmp_path, "searches", dt, cases)
+
+
+def test_searchsorted_mixed_dtypes(tmp_path: Path) -> None:
+    """Boundaries and values of different dtypes are compared in their common dtype, as torch does."""
+    _family(tmp_path, "searches_mixed", "float32", {
+        "mixed": ("b, x, y", "torch.searchsorted(b, x), torch.bucketize(y, b.half(), right=True)",
+                  f"torch.sort({R.format('11')}).values * 4, torch.randint(-5, 6, (4, 3)), {R.format('6')} * 4")})
+
+
+def test_searchsorted_sorter_is_diagnosed(tmp_path: Path) -> None:
+    spec = tmp_path / "sorter.py"
+    spec.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, b, x):\n        return torch.searchsorted(b, x, sorter=torch.argsort(b))\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(7), torch.randn(3, 5)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    res = lower_spec(spec)
+    assert res.source is None and res.diagnosis == "unsupported: aten.searchsorted.Tensor with a sorter"

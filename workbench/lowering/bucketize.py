@@ -1,0 +1,81 @@
+"""searchsorted and bucketize: one binary search per value, the same search as PyTorch's kernels.
+
+Each lane searches its value's row of the boundaries (the one row of a 1-d sequence, else the row with
+the value's leading coordinates) with PyTorch's loop and predicates: the left bound moves past `mid`
+while `!(b[mid] >= v)` (`!(b[mid] > v)` for right=True). Copying the predicates, not only the result
+on clean data, gives PyTorch's answers where the data breaks the sortedness contract too: a NaN value
+lands at the end, a NaN boundary steers the search as it steers PyTorch's. The loop runs
+`len.bit_length()` times, the most a binary search over `len` needs; finished lanes stop moving.
+
+Both inputs are read in their common dtype (torch.result_type), fp16/bf16 widened to fp32 (exact, same
+order). The `sorter` argument and the Scalar overloads are not lowered.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from workbench.lowering import pointwise as pw
+from workbench.lowering.epilogue import Unsupported
+from workbench.lowering.graph import dtype, op_name, packet, val
+from workbench.lowering.primitives import Primitive, register
+
+TUNABLES = ("BLOCK", "NUM_WARPS")
+_ORDERED = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
+            torch.int32, torch.int64)
+
+
+def _kw(node: fx.Node, name: str, default):  # noqa: ANN001, ANN202 - keyword-only schema arguments
+    return node.kwargs.get(name, default)
+
+
+def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    if packet(node) == "searchsorted":
+        seq, x = node.args[:2]
+        side = _kw(node, "side", None)
+        right = bool(_kw(node, "right", False)) or side == "right"
+        if _kw(node, "sorter", None) is not None:
+            raise Unsupported(f"unsupported: {op_name(node)} with a sorter")
+    else:
+        x, seq = node.args[:2]
+        right = bool(_kw(node, "right", False))
+    if not (isinstance(seq, fx.Node) and isinstance(x, fx.Node)):
+        raise Unsupported(f"unsupported: {op_name(node)} of a Python scalar")
+    common = torch.result_type(val(seq), val(x))
+    if common not in _ORDERED:
+        raise Unsupported(f"unsupported: {op_name(node)} on {common}")
+    ct = pw.TL_DTYPE[torch.float32 if common in (torch.float16, torch.bfloat16) else common]
+    rows = val(seq).dim() > 1  # one boundary row per leading coordinate of the values
+    if rows and val(seq).shape[:-1] != val(x).shape[:-1]:
+        raise Unsupported(f"unsupported: {op_name(node)} with boundaries {tuple(val(seq).shape)} for values "
+                          f"{tuple(val(x).shape)}")
+    keep = "start = tl.where(go & ~(b > v), mid + 1, start)" if right else \
+        "start = tl.where(go & ~(b >= v), mid + 1, start)"
+    L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+         f"v = tl.load(x_ptr + offs, mask=mask, other=0).to({ct})",
+         "base = (offs // xlast) * nb if ROWS else tl.zeros([BLOCK], dtype=tl.int64)",
+         "start = tl.zeros([BLOCK], dtype=tl.int64)", "end = tl.zeros([BLOCK], dtype=tl.int64) + nb",
+         "for _ in range(steps):",
+         "    go = mask & (start < end)",
+         "    mid = start + ((end - start) >> 1)",
+         f"    b = tl.load(b_ptr + base + mid, mask=go, other=0).to({ct})",
+         "    " + keep,
+         "    end = tl.where(go & (start <= mid), mid, end)",
+         "tl.store(out_ptr + offs, start.to(out_ptr.dtype.element_ty), mask=mask)"]
+    sig = "x_ptr, b_ptr, out_ptr, n, nb, xlast, steps, ROWS: tl.constexpr, BLOCK: tl.constexpr"
+    side_doc = "right" if right else "left"
+    doc = f'    """{side_doc} binary search of each value in its row of the sorted boundaries."""'
+    src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in L]) + "\n"
+    xv, bv, v = names[x], names[seq], names[node]
+    out_dt = "torch.int32" if _kw(node, "out_int32", False) else "torch.int64"
+    launch = [f"_x = {xv}.contiguous()", f"_b = {bv}.contiguous()",
+              f"{v} = torch.empty({xv}.shape, dtype={out_dt}, device=dev)", f"_n = {xv}.numel()",
+              f"_nb = {bv}.shape[-1] if {bv}.dim() else 1",
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_x, _b, {v}, _n, _nb, "
+              f"max({xv}.shape[-1] if {xv}.dim() else 1, 1), _nb.bit_length(), ROWS={rows}, BLOCK=BLOCK, "
+              "num_warps=NUM_WARPS)"]
+    return src, launch, set()
+
+
+register("searchsorted", Primitive("search", TUNABLES, search_kernel))
+register("bucketize", Primitive("search", TUNABLES, search_kernel))
