@@ -138,3 +138,10 @@ def test_searchsorted_sorter_is_diagnosed(tmp_path: Path) -> None:
                     "def get_init_inputs():\n    return []\n")
     res = lower_spec(spec)
     assert res.source is None and res.diagnosis == "unsupported: aten.searchsorted.Tensor with a sorter"
+
+
+def test_isin_through_sort_and_searchsorted(tmp_path: Path) -> None:
+    """Above ~10 elements per test element torch's isin decomposes to sort + searchsorted + index."""
+    _family(tmp_path, "isin", "int32", {
+        "isin": ("x, t", "torch.isin(x, t), torch.isin(x, t, invert=True)",
+                 "torch.randint(0, 500, (37, 50), dtype=DT), torch.randint(0, 500, (300,), dtype=DT)")})
