@@ -81,14 +81,16 @@ def test_sort_family_integer(tmp_path: Path, dt: str) -> None:
                                                            "torch.randperm(35).reshape(5, 7).to(DT)")})
 
 
+def _lower_one(spec: Path, args: str, expr: str, inputs: str):  # noqa: ANN202 - a LoweringResult
+    spec.write_text(f"import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, {args}):\n        return {expr}\n\n\n"
+                    f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n")
+    return lower_spec(spec)
+
+
 def test_sort_limits_are_diagnosed(tmp_path: Path) -> None:
     """64-bit keys and rows longer than one block are named, not run through torch."""
-    spec = tmp_path / "sort64.py"
-    spec.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                    "    def forward(self, x):\n        return torch.sort(x, dim=1)[0]\n\n\n"
-                    "def get_inputs():\n    return [torch.randn(3, 5, dtype=torch.float64)]\n\n\n"
-                    "def get_init_inputs():\n    return []\n")
-    res = lower_spec(spec)
+    res = _lower_one(tmp_path / "sort64.py", "x", "torch.sort(x, dim=1)[0]", "torch.randn(3, 5, dtype=torch.float64)")
     assert res.source is None and res.diagnosis == "unsupported: aten.sort.default on torch.float64 (the sort keys " \
         "are 32 bits)"
 
@@ -131,12 +133,8 @@ def test_searchsorted_mixed_dtypes(tmp_path: Path) -> None:
 
 
 def test_searchsorted_sorter_is_diagnosed(tmp_path: Path) -> None:
-    spec = tmp_path / "sorter.py"
-    spec.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                    "    def forward(self, b, x):\n        return torch.searchsorted(b, x, sorter=torch.argsort(b))\n\n\n"
-                    "def get_inputs():\n    return [torch.randn(7), torch.randn(3, 5)]\n\n\n"
-                    "def get_init_inputs():\n    return []\n")
-    res = lower_spec(spec)
+    res = _lower_one(tmp_path / "sorter.py", "b, x", "torch.searchsorted(b, x, sorter=torch.argsort(b))",
+                     "torch.randn(7), torch.randn(3, 5)")
     assert res.source is None and res.diagnosis == "unsupported: aten.searchsorted.Tensor with a sorter"
 
 
