@@ -28,6 +28,9 @@ MATH_AND_COPIES = {
     "diagonal": ("x", "torch.diagonal(x, 1) * 2 + torch.diagonal(x.transpose(0, 1), -1)", R.format("5, 6")),
     "diagonal_3d": ("x", "torch.diagonal(x, -1, 2, 0).sum(-1) + torch.diag_embed(x[0, 0]).sum()", R.format("4, 3, 6")),
     "diagonal_scatter": ("x, s", "torch.diagonal_scatter(x, s, 1) + 1", f"{R.format('4, 6')}, {R.format('4')}"),
+    # no dim argument: the schema's default 0 (the lowering once passed dim=None)
+    "split_default_dim": ("x", "torch.split_with_sizes_copy(x, [1, 3, 1]), torch.split(x, 2)[1] * 3, "
+                          "torch.unbind(x)[2] + 1", R.format("5, 4")),
     "index_select": ("x, i", "torch.index_select(x, 1, i) + torch.index_select(x, 0, i[2]).sum()",
                      f"{R.format('6, 7')}, torch.randint(0, 6, (4,))"),
 }

@@ -24,9 +24,10 @@ def _arg(node: fx.Node, i: int, name: str, default: Any = None) -> Any:
     return node.kwargs.get(name, default)
 
 
-def _method(method: str, *names: tuple[int, str]) -> Rule:
+def _method(method: str, *names: tuple) -> Rule:
+    """`v = x.method(args...)`; each argument is (position, name) or (position, name, schema default)."""
     def rule(v: str, node: fx.Node, e: Expr) -> list[str]:
-        extra = [e(_arg(node, i, nm)) for i, nm in names]
+        extra = [e(_arg(node, *spec)) for spec in names]
         return [f"{v} = {e(node.args[0])}.{method}({', '.join(extra)})"]
     return rule
 
@@ -144,9 +145,10 @@ GLUE: dict[str, Rule] = {
     "detach": _alias,
     "lift_fresh": _alias,
     "as_strided": _method("as_strided", (1, "size"), (2, "stride")),
-    "split_with_sizes": _method("split_with_sizes", (1, "split_sizes"), (2, "dim")),
-    "split": _method("split", (1, "split_size"), (2, "dim")),
-    "unbind": _method("unbind", (1, "dim")),
+    # dim defaults to 0 in their schemas: a call without it must not pass dim=None
+    "split_with_sizes": _method("split_with_sizes", (1, "split_sizes"), (2, "dim", 0)),
+    "split": _method("split", (1, "split_size"), (2, "dim", 0)),
+    "unbind": _method("unbind", (1, "dim", 0)),
     "unfold": _method("unfold", (1, "dimension"), (2, "size"), (3, "step")),
     "full": _full,
     "zeros": _const("0"),
