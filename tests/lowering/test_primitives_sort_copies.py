@@ -31,6 +31,11 @@ MATH_AND_COPIES = {
     # no dim argument: the schema's default 0 (the lowering once passed dim=None)
     "split_default_dim": ("x", "torch.split_with_sizes_copy(x, [1, 3, 1]), torch.split(x, 2)[1] * 3, "
                           "torch.unbind(x)[2] + 1", R.format("5, 4")),
+    # a 0-d x or index is read as 1-d of size 1, in every mix torch allows
+    "gather_scatter_0d": ("x, i, j, k", "torch.gather(x[0, 0], 0, i), torch.gather(x[1], 0, j), "
+                          "torch.gather(x[0, 0], 0, k), torch.scatter_add(x[0, 0], 0, k, x[2, :1]), "
+                          "torch.scatter_add(x[0], 0, j, x[1, 1]), torch.scatter_add(x[0, 0], 0, i, x[1, :2])",
+                          f"{R.format('3, 4')}, torch.tensor([0, 0]), torch.tensor(2), torch.tensor(0)"),
     "index_select": ("x, i", "torch.index_select(x, 1, i) + torch.index_select(x, 0, i[2]).sum()",
                      f"{R.format('6, 7')}, torch.randint(0, 6, (4,))"),
 }

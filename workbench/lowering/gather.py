@@ -61,7 +61,10 @@ def flip_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
 
 def gather_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
     x, dim, index = node.args[:3]
-    r = val(index).dim()
+    # torch reads a 0-d x or index as 1-d of size 1 (gather(0-d x, 0, index of shape (2,)) is allowed)
+    rx, r = val(x).dim(), val(index).dim()
+    flat0 = min(rx, r) == 0 and max(rx, r) <= 1
+    r = max(r, 1) if flat0 else r
     dim = dim % max(r, 1)
     ioff = " + ".join(f"j{d} * si{d}" for d in range(r)) or "0"
     coords = [f"j{d}" if d != dim else "k" for d in range(r)]
@@ -71,10 +74,15 @@ def gather_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
     params = ["out_ptr", "x_ptr", "idx_ptr", "kdim"] + [f"sx{d}" for d in range(r)] + [f"si{d}" for d in range(r)]
     src = _kernel(name, f"gather along dim {dim}: out[j] = x[j with coordinate {dim} replaced by index[j]].", params,
                   r, body)
-    xv, iv = names[x], names[index]
-    launch = _launch(name, names[node], f"list({iv}.shape)", torch_dtype(dtype(node)),
+    xv, iv = _as_1d(names[x], flat0), _as_1d(names[index], flat0)
+    launch = _launch(name, names[node], f"list({names[index]}.shape)", torch_dtype(dtype(node)),
                      [xv, iv, f"{xv}.shape[{dim}]", f"*{xv}.stride()", f"*{iv}.stride()"])
     return src, launch, set()
+
+
+def _as_1d(v: str, flat0: bool) -> str:
+    """`v` as seen by a gather/scatter whose x or index is 0-d: every operand then has rank 1."""
+    return f"{v}.reshape([-1])" if flat0 else v
 
 
 def embedding_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -149,7 +157,9 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     add = packet(node) == "scatter_add" or reduce == "add"
     if reduce not in (None, "add") or (add and dtype(node) in (torch.bool, torch.int8, torch.uint8, torch.int16)):
         raise Unsupported(f"unsupported: {op_name(node)} with reduce={reduce!r} on {dtype(node)}")
-    r = val(index).dim()
+    rx, r = val(x).dim(), val(index).dim()
+    flat0 = min(rx, r) == 0 and max(rx, r) <= 1  # as in gather: a 0-d x or index makes every operand 1-d
+    r = max(r, 1) if flat0 else r
     dim = dim % max(r, 1)
     ioff = " + ".join(f"j{d} * si{d}" for d in range(r)) or "0"
     coords = [f"j{d}" if d != dim else "k" for d in range(r)]
@@ -179,13 +189,14 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     doc = f"{'scatter_add' if add else 'scatter'} along dim {dim} into a copy of x."
     head = [f"@triton.jit\ndef {name}({sig}):", f'    """{doc}"""']
     src_text = "\n".join(head + ["    " + ln for ln in lines]) + "\n"
-    xv, iv, v = names[x], names[index], names[node]
-    sv = expr(src) if scalar else names[src]
+    xv, iv, v = names[x], _as_1d(names[index], flat0), names[node]
+    sv = expr(src) if scalar else _as_1d(names[src], flat0)
     # the copy of x is glue (a layout copy); the scatter itself is the kernel
     acc = "_acc" if wide else v
     launch = [f"{acc} = torch.empty({xv}.shape, dtype={'torch.float32' if wide else torch_dtype(dtype(node))}, "
               "device=dev)", f"{acc}.copy_({xv})", f"_n = {iv}.numel()",
-              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {iv}, {sv}, {xv}.shape[{dim}], *{acc}.stride(), "
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {iv}, {sv}, {_as_1d(acc, flat0)}.shape[{dim}], "
+              f"*{_as_1d(acc, flat0)}.stride(), "
               f"*{iv}.stride(), {'' if scalar else f'*{sv}.stride(), '}_n, *{iv}.shape[1:], BLOCK=BLOCK, "
               "num_warps=NUM_WARPS)"]
     if wide:
