@@ -151,3 +151,11 @@ def test_isin_through_sort_and_searchsorted(tmp_path: Path) -> None:
     _family(tmp_path, "isin", "int32", {
         "isin": ("x, t", "torch.isin(x, t), torch.isin(x, t, invert=True)",
                  "torch.randint(0, 500, (37, 50), dtype=DT), torch.randint(0, 500, (300,), dtype=DT)")})
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "float64"))
+def test_round_decimals(tmp_path: Path, dt: str) -> None:
+    """decimals > 0, < 0 and 0, near-halfway values (k / 200), a 0-d operand; decimals were once dropped."""
+    _family(tmp_path, "round", dt, {"round": (
+        "x", "torch.round(x, decimals=2), torch.round(x * 37, decimals=-1), torch.round(x, decimals=0), "
+        "torch.round(x[0, 0] * 7.7, decimals=3)", "(torch.randint(-2000, 2000, (5, 7)) / 200).to(DT)")})

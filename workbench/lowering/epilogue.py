@@ -45,6 +45,8 @@ def _args_of(node: fx.Node) -> list[Any]:
         args = (args + [None])[:2] + [kw["alpha"]]
     if name == "div" and "rounding_mode" in kw:
         args = args[:2] + [kw["rounding_mode"]]
+    if name == "round":
+        args = args[:1] + [kw.get("decimals", args[1] if len(args) > 1 else 0)]
     if name == "gelu":
         args = args[:1] + [kw.get("approximate", args[1] if len(args) > 1 else "none")]
     if name == "clamp":

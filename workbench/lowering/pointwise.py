@@ -346,6 +346,26 @@ def _nan_to_num(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]
             f"tl.where({x} == -float(\"inf\"), {literal(float(neg))}, {x})))")
 
 
+def _round_decimals(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+    """round(x, decimals) as torch computes it: nearbyint(x * 10^d) / 10^d (d > 0) or nearbyint(x / 10^-d) *
+    10^-d, with 10^d and every step in the input's dtype (fp16/bf16 steps rounded back to it)."""
+    _h("_round", used)
+    x = cast(vals[0], c)
+    d = int(args[1]) if len(args) > 1 and args[1] is not None else 0
+    if d == 0:
+        return f"_round({x})"
+    if not c.is_floating_point:
+        raise ValueError("round with decimals of an integer tensor")
+    dt = vals[0].dtype if vals[0].dtype in (torch.float16, torch.bfloat16) else c
+    p = literal(float(torch.tensor(10.0 ** abs(d), dtype=dt)))
+
+    def step(e: str) -> str:
+        return e if dt == c else f"{narrow(e, dt, used)}.to(tl.float32)"
+    if d > 0:
+        return step(f"(_round({step(f'({x} * {p})')}) / {p})")
+    return step(f"(_round({step(f'({x} / {p})')}) * {p})")
+
+
 def _copysign(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
     mag = f"tl.abs({cast(vals[0], c)})"
     if vals[1].dtype is None:  # a scalar sign: decided here
@@ -420,7 +440,7 @@ POINTWISE: dict[str, Handler] = {
     "floor": _fn("tl.floor({0})"),
     "ceil": _fn("tl.ceil({0})"),
     "trunc": _fn("_trunc({0})", "_trunc"),
-    "round": _fn("_round({0})", "_round"),
+    "round": _round_decimals,
     "remainder": _remainder,
     "fmod": _fmod,
     "isnan": lambda v, a, c, u: f"({cast(v[0], torch.float32)} != {cast(v[0], torch.float32)})",
