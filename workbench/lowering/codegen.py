@@ -14,8 +14,8 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-# gather, pool and scan register their primitives on import
-from workbench.lowering import conv, gather, glue, pool, scan, templates  # noqa: F401
+# copies, gather, pool and scan register their primitives on import
+from workbench.lowering import conv, copies, gather, glue, pool, scan, templates  # noqa: F401
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
@@ -210,7 +210,7 @@ class Emitter:
         p = packet(node)
         if p in ("_assert_scalar", "_assert_tensor_metadata", "sym_constrain_range_for_size", "_assert_async"):
             return
-        if p in glue.GLUE:
+        if p in glue.GLUE and not copies.constant_output(node):
             self.lines += glue.GLUE[p](v, node, self.expr)
             return
         prim = PRIMITIVES.get(p)

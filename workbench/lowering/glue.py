@@ -82,15 +82,6 @@ def _arange(v: str, node: fx.Node, e: Expr) -> list[str]:
     return [f"{v} = torch.arange({args}, dtype={_dtype_of(node)}, device=dev)"]
 
 
-def _cat(v: str, node: fx.Node, e: Expr) -> list[str]:
-    return [f"{v} = torch.cat({e(list(node.args[0]))}, {e(_arg(node, 1, 'dim', 0))})"]
-
-
-def _pad(v: str, node: fx.Node, e: Expr) -> list[str]:
-    pad, value = e(node.args[1]), e(_arg(node, 2, "value", 0))
-    return [f"{v} = torch.nn.functional.pad({e(node.args[0])}, {pad}, value={value})"]
-
-
 def _squeeze(v: str, node: fx.Node, e: Expr) -> list[str]:
     x = e(node.args[0])
     if len(node.args) < 2:
@@ -158,10 +149,7 @@ GLUE: dict[str, Rule] = {
     "zeros_like": _like("0"),
     "ones_like": _like("1"),
     "empty_like": _like("0"),
-    "fill": _like(None),
     "empty_strided": _empty_strided,
     "scalar_tensor": _scalar_tensor,
     "arange": _arange,
-    "cat": _cat,
-    "constant_pad_nd": _pad,
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch.fx as fx
 
-from workbench.lowering import bucketize, conv, frexp, pool, scan, sort  # noqa: F401 - they register themselves
+from workbench.lowering import bucketize, conv, copies, frexp, pool, scan, sort  # noqa: F401 - they register themselves
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.graph import dtype, rank, val
