@@ -104,10 +104,53 @@ def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> t
     """x[..., idx, ...] with exactly one index tensor (at dim k): out = x dims before k, idx's dims, dims after."""
     x, indices = node.args[:2]
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or dtype(tensors[0][1]).is_floating_point or str(dtype(tensors[0][1])) == "torch.bool":
+    if not tensors or any(dtype(t).is_floating_point or dtype(t) == torch.bool for _, t in tensors):
         raise Unsupported(f"unsupported: {op_name(node)} with {len(tensors)} index tensors or a mask index")
-    k, it = tensors[0]
-    return _index_at(name, node, names, x, k, it)
+    if len(tensors) == 1:
+        k, it = tensors[0]
+        return _index_at(name, node, names, x, k, it)
+    return _index_multi(name, node, names, x, tensors)
+
+
+def _index_multi(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node,
+                 tensors: list[tuple[int, fx.Node]]) -> tuple[str, list[str], set[str]]:
+    """x[..., i0, ..., i1, ...] with several index tensors, broadcast against each other (shape B).
+
+    As in numpy and torch: when the indexed dims are adjacent, B takes their place in the output;
+    when a slice separates them, B comes first. Each index tensor is read through the strides of its
+    expansion to B (0 along broadcast dims); the other dims of x are copied through."""
+    rx = val(x).dim()
+    dims = [k for k, _ in tensors]
+    rb = max(val(t).dim() for _, t in tensors)
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    rest = [d for d in range(rx) if d not in dims]
+    p0 = dims[0] if adjacent else 0
+    # output position of each x dim that is not indexed
+    pos = {d: (d if d < dims[0] else d - len(dims) + rb) for d in rest} if adjacent else \
+        {d: rb + i for i, d in enumerate(rest)}
+    r = rx - len(dims) + rb
+    body = []
+    xoff = [f"j{pos[d]} * sx{d}" for d in rest]
+    for m, (k, _) in enumerate(tensors):
+        ioff = " + ".join(f"j{p0 + q} * si{m}_{q}" for q in range(rb)) or "0"
+        body += [f"k{m} = tl.load(i{m}_ptr + {ioff}, mask=mask, other=0).to(tl.int64)",
+                 f"k{m} = tl.where(k{m} < 0, k{m} + kdim{m}, k{m})"]
+        xoff.append(f"k{m} * sx{k}")
+    body.append(f"tl.store(out_ptr + offs, tl.load(x_ptr + {' + '.join(xoff)}, mask=mask), mask=mask)")
+    params = ["out_ptr", "x_ptr"] + [f"i{m}_ptr" for m in range(len(tensors))] + \
+        [f"kdim{m}" for m in range(len(tensors))] + [f"sx{d}" for d in range(rx)] + \
+        [f"si{m}_{q}" for m in range(len(tensors)) for q in range(rb)]
+    where = "in their place" if adjacent else "first"
+    src = _kernel(name, f"x indexed by {len(tensors)} broadcast index tensors at dims {dims} (their shape {where}).",
+                  params, r, body)
+    xv, iv = names[x], [names[t] for _, t in tensors]
+    B = f"torch.broadcast_shapes({', '.join(f'{v}.shape' for v in iv)})"
+    shape = f"[*{xv}.shape[:{dims[0]}], *_B, *{xv}.shape[{dims[-1] + 1}:]]" if adjacent else \
+        f"[*_B, {''.join(f'{xv}.shape[{d}], ' for d in rest)}]"
+    args = [xv, *iv, *(f"{xv}.shape[{k}]" for k, _ in tensors), f"*{xv}.stride()",
+            *(f"*{v}.expand(_B).stride()" for v in iv)]
+    launch = [f"_B = {B}"] + _launch(name, names[node], shape, torch_dtype(dtype(node)), args)
+    return src, launch, set()
 
 
 def index_select_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
