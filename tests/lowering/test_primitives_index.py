@@ -36,3 +36,27 @@ def test_multi_index(tmp_path: Path, dt: str) -> None:
 @pytest.mark.parametrize("dt", FLOATS)
 def test_resampling_through_multi_index(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "resample", dt, RESAMPLE)
+
+
+# distinct indices where the write is a plain store (torch leaves duplicates unspecified), duplicates where it adds
+PUT_INPUTS = ("torch.randperm(5)[:3] - 2, torch.randperm(6)[:3], {v}, torch.tensor([0, 0, 1, -1, 0])")
+PUTS = {
+    "index_put": ("x, i, j, v, z", "torch.index_put(x, (i, j), v[:3]), "
+                  "torch.index_put(x, (i[:, None], j[None, :]), v[0, 0], accumulate=True), "
+                  "torch.index_put(x, (z,), v[1], accumulate=True), torch.index_put(x, (i, j, j), v[0, :3]), "
+                  "torch.index_put(x, (z[:0],), v[2])", None),
+    "slice_scatter": ("x, s, t", "torch.slice_scatter(x, s, 1, 1, 6, 2), torch.slice_scatter(x, t, -1, -3), "
+                      "torch.slice_scatter(x, x[:2] * 2, 0, None, 2)", None),
+}
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "int32"))
+def test_index_put_and_slice_scatter(tmp_path: Path, dt: str) -> None:
+    rnd = R if dt != "int32" else "torch.randint(-9, 9, ({},), dtype=DT)"
+    cases = {
+        "index_put": (*PUTS["index_put"][:2],
+                      f"{rnd.format('5, 6, 7')}, {PUT_INPUTS.format(v=rnd.format('3, 7'))}"),
+        "slice_scatter": (*PUTS["slice_scatter"][:2],
+                          f"{rnd.format('4, 7, 5')}, {rnd.format('4, 3, 5')}, {rnd.format('4, 7, 3')}"),
+    }
+    _family(tmp_path, "index_put", dt, cases)

@@ -113,19 +113,21 @@ def index_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> t
 
 
 def _index_multi(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node,
-                 tensors: list[tuple[int, fx.Node]]) -> tuple[str, list[str], set[str]]:
-    """x[..., i0, ..., i1, ...] with several index tensors, broadcast against each other (shape B).
+                 tensors: list[tuple[int, fx.Node]], put: fx.Node | None = None,
+                 accumulate: bool = False) -> tuple[str, list[str], set[str]]:
+    """x[..., i0, ..., i1, ...] with index tensors broadcast against each other (shape B); with `put`,
+    index_put: a copy of x with `put` (broadcast to the indexed shape) written, or atomically added, there.
 
-    As in numpy and torch: when the indexed dims are adjacent, B takes their place in the output;
+    As in numpy and torch: when the indexed dims are adjacent, B takes their place in the indexed shape;
     when a slice separates them, B comes first. Each index tensor is read through the strides of its
-    expansion to B (0 along broadcast dims); the other dims of x are copied through."""
+    expansion to B (0 along broadcast dims); the other dims of x are walked through."""
     rx = val(x).dim()
     dims = [k for k, _ in tensors]
     rb = max(val(t).dim() for _, t in tensors)
     adjacent = dims == list(range(dims[0], dims[-1] + 1))
     rest = [d for d in range(rx) if d not in dims]
     p0 = dims[0] if adjacent else 0
-    # output position of each x dim that is not indexed
+    # position, in the indexed shape, of each x dim that is not indexed
     pos = {d: (d if d < dims[0] else d - len(dims) + rb) for d in rest} if adjacent else \
         {d: rb + i for i, d in enumerate(rest)}
     r = rx - len(dims) + rb
@@ -136,21 +138,60 @@ def _index_multi(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node
         body += [f"k{m} = tl.load(i{m}_ptr + {ioff}, mask=mask, other=0).to(tl.int64)",
                  f"k{m} = tl.where(k{m} < 0, k{m} + kdim{m}, k{m})"]
         xoff.append(f"k{m} * sx{k}")
-    body.append(f"tl.store(out_ptr + offs, tl.load(x_ptr + {' + '.join(xoff)}, mask=mask), mask=mask)")
+    where = "in their place" if adjacent else "first"
+    wide = put is not None and accumulate and dtype(node) in (torch.float16, torch.bfloat16)
+    if put is None:
+        body.append(f"tl.store(out_ptr + offs, tl.load(x_ptr + {' + '.join(xoff)}, mask=mask), mask=mask)")
+        doc = f"x indexed by {len(tensors)} broadcast index tensors at dims {dims} (their shape {where})."
+    else:
+        voff = " + ".join(f"j{d} * sv{d}" for d in range(r)) or "0"
+        body.append(f"v = tl.load(v_ptr + {voff}, mask=mask)" + (".to(tl.float32)" if wide else ""))
+        body.append(f"tl.atomic_add(x_ptr + {' + '.join(xoff)}, v, mask=mask)" if accumulate else
+                    f"tl.store(x_ptr + {' + '.join(xoff)}, v, mask=mask)")
+        doc = (f"index_put{' (accumulate)' if accumulate else ''} into a copy of x at {len(tensors)} broadcast index "
+               f"tensors, dims {dims}.")
     params = ["out_ptr", "x_ptr"] + [f"i{m}_ptr" for m in range(len(tensors))] + \
         [f"kdim{m}" for m in range(len(tensors))] + [f"sx{d}" for d in range(rx)] + \
-        [f"si{m}_{q}" for m in range(len(tensors)) for q in range(rb)]
-    where = "in their place" if adjacent else "first"
-    src = _kernel(name, f"x indexed by {len(tensors)} broadcast index tensors at dims {dims} (their shape {where}).",
-                  params, r, body)
-    xv, iv = names[x], [names[t] for _, t in tensors]
-    B = f"torch.broadcast_shapes({', '.join(f'{v}.shape' for v in iv)})"
+        [f"si{m}_{q}" for m in range(len(tensors)) for q in range(rb)] + \
+        ([] if put is None else ["v_ptr"] + [f"sv{d}" for d in range(r)])
+    src = _kernel(name, doc, params, r, body)
+    xv, iv, v = names[x], [names[t] for _, t in tensors], names[node]
+    B = f"torch.broadcast_shapes({', '.join(f'{t}.shape' for t in iv)})"
     shape = f"[*{xv}.shape[:{dims[0]}], *_B, *{xv}.shape[{dims[-1] + 1}:]]" if adjacent else \
         f"[*_B, {''.join(f'{xv}.shape[{d}], ' for d in rest)}]"
-    args = [xv, *iv, *(f"{xv}.shape[{k}]" for k, _ in tensors), f"*{xv}.stride()",
-            *(f"*{v}.expand(_B).stride()" for v in iv)]
-    launch = [f"_B = {B}"] + _launch(name, names[node], shape, torch_dtype(dtype(node)), args)
+    if put is None:
+        args = [xv, *iv, *(f"{xv}.shape[{k}]" for k, _ in tensors), f"*{xv}.stride()",
+                *(f"*{t}.expand(_B).stride()" for t in iv)]
+        launch = [f"_B = {B}"] + _launch(name, v, shape, torch_dtype(dtype(node)), args)
+        return src, launch, set()
+    # the copy of x is glue; the kernel walks the indexed shape (out_ptr is unused: the copy is written)
+    acc = "_acc" if wide else v
+    launch = [f"{acc} = torch.empty({xv}.shape, dtype={'torch.float32' if wide else torch_dtype(dtype(node))}, "
+              "device=dev)", f"{acc}.copy_({xv})", f"_B = {B}", f"_shape = {shape}",
+              f"_vals = {names[put]}.expand(_shape)", "_n = _numel(_shape)",
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {acc}, {', '.join(iv)}, "
+              f"{', '.join(f'{xv}.shape[{k}]' for k, _ in tensors)}, *{acc}.stride(), "
+              f"{''.join(f'*{t}.expand(_B).stride(), ' for t in iv)}_vals, *_vals.stride(), _n, *_shape[1:], "
+              "BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+    if wide:
+        launch.append(f"{v} = {acc}.to({torch_dtype(dtype(node))})")
     return src, launch, set()
+
+
+def index_put_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """index_put(x, indices, values, accumulate): duplicate indices without accumulate leave one of the
+    written values, as PyTorch documents for its own kernel."""
+    x, indices, values = node.args[:3]
+    accumulate = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if not tensors or any(dtype(t).is_floating_point or dtype(t) == torch.bool for _, t in tensors) or \
+            not isinstance(values, fx.Node):
+        raise Unsupported(f"unsupported: {op_name(node)} with a mask index, no index tensor or a scalar value")
+    if accumulate and dtype(node) in (torch.bool, torch.int8, torch.uint8, torch.int16):
+        raise Unsupported(f"unsupported: {op_name(node)} accumulating {dtype(node)}")
+    if val(x).dim() == 0:
+        raise Unsupported(f"unsupported: {op_name(node)} of a 0-d tensor")
+    return _index_multi(name, node, names, x, tensors, put=values, accumulate=accumulate)
 
 
 def index_select_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -265,7 +306,33 @@ def diagonal_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
     return src, launch, set()
 
 
+def slice_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
+                         expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """slice_scatter(x, src, dim, start, end, step): a copy of x (glue), then a strided copy of src into
+    that copy's slice view (slicing is glue: the view's data pointer and strides carry the slice)."""
+    x, s = node.args[:2]
+    arg = (list(node.args) + [None] * 6)[:6]
+    dim = node.kwargs.get("dim", arg[2] if arg[2] is not None else 0)
+    start, end = node.kwargs.get("start", arg[3]), node.kwargs.get("end", arg[4])
+    step = node.kwargs.get("step", arg[5] if arg[5] is not None else 1)
+    r = val(s).dim()
+    d = dim % r if r else 0
+    doff = " + ".join(f"j{k} * sd{k}" for k in range(r)) or "0"
+    soff = " + ".join(f"j{k} * ss{k}" for k in range(r)) or "0"
+    body = [f"tl.store(dst_ptr + {doff}, tl.load(src_ptr + {soff}, mask=mask), mask=mask)"]
+    params = ["dst_ptr", "src_ptr"] + [f"sd{k}" for k in range(r)] + [f"ss{k}" for k in range(r)]
+    src = _kernel(name, f"src copied into a strided view (a slice of dim {d} of the output).", params, r, body)
+    v, sv = names[node], names[s]
+    lo = expr(start) if start is not None else ""
+    hi = expr(end) if end is not None else ""
+    launch = [f"{v} = {names[x]}.clone()", f"_dv = {v}[{':, ' * d}{lo}:{hi}:{expr(step)}]",
+              "_n = _dv.numel()", f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_dv, {sv}, *_dv.stride(), "
+              f"*{sv}.stride(), _n, *_dv.shape[1:], BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+    return src, launch, set()
+
+
 register("flip", Primitive("flip", TUNABLES, flip_kernel))
+register("slice_scatter", Primitive("copy", TUNABLES, slice_scatter_kernel))
 register("diagonal_scatter", Primitive("copy", TUNABLES, diagonal_scatter_kernel))
 register("scatter", Primitive("scatter", TUNABLES, scatter_kernel))
 register("scatter_add", Primitive("scatter", TUNABLES, scatter_kernel))
@@ -273,3 +340,4 @@ register("gather", Primitive("gather", TUNABLES, gather_kernel))
 register("embedding", Primitive("embedding", TUNABLES, embedding_kernel))
 register("index", Primitive("index", TUNABLES, index_kernel))
 register("index_select", Primitive("index", TUNABLES, index_select_kernel))
+register("index_put", Primitive("index_put", TUNABLES, index_put_kernel))
