@@ -13,6 +13,7 @@ from workbench.lowering.codegen import RUNTIME_HELPERS, Emitter, helper_sources,
 from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
+from workbench.lowering.lifted import with_lifted_constants
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         return LoweringResult(None, str(exc).splitlines()[0], em.ops)
     try:
         init = build_init(source_text)
-    except (InitError, SyntaxError) as exc:
+        init.methods = with_lifted_constants(cap.inputs, cap.constants, init.methods)
+    except (InitError, SyntaxError, Unsupported) as exc:
         return LoweringResult(None, str(exc).splitlines()[0], em.ops)
     src = assemble(em, init, cap, Path(spec_path).name, _forward_signature(module, cap.forward_args))
     try:
