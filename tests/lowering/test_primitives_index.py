@@ -16,7 +16,9 @@ CASES = {
                     "x[:, j, -k], x[e, e], x[i, j, k[1]]", f"{R.format('5, 6, 7')}, {IDX}"),
 }
 RESAMPLE = {
-    "resample": ("x", "torch.nn.functional.interpolate(x, size=(11, 4), mode='nearest'), "
+    # a scale factor: the output sizes go through math.trunc in the graph
+    "resample": ("x", "torch.nn.functional.interpolate(x, scale_factor=1.7, mode='nearest'), "
+                 "torch.nn.functional.interpolate(x, size=(11, 4), mode='nearest'), "
                  "torch.nn.functional.interpolate(x, size=(5, 9), mode='bilinear', align_corners=False), "
                  "torch.nn.functional.adaptive_avg_pool2d(x, (3, 4))", R.format("2, 3, 7, 6")),
 }

@@ -8,6 +8,7 @@ kernel launch per group. Kernels are deduplicated by text, so two identical fuse
 from __future__ import annotations
 
 import logging
+import math
 import operator
 from typing import Any
 
@@ -187,6 +188,9 @@ class Emitter:
             return
         if t is operator.neg:
             self.lines.append(f"{v} = -{self.expr(node.args[0])}")
+            return
+        if t in (math.trunc, math.floor, math.ceil):  # sizes from a scale factor (interpolate)
+            self.lines.append(f"{v} = math.{t.__name__}({self.expr(node.args[0])})")
             return
         if isinstance(t, torch._ops.OpOverload) and packet(node) in ("sym_size", "sym_stride", "sym_numel",
                                                                       "sym_storage_offset"):
