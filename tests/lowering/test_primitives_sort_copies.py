@@ -36,6 +36,7 @@ MATH_AND_COPIES = {
                           "torch.gather(x[0, 0], 0, k), torch.scatter_add(x[0, 0], 0, k, x[2, :1]), "
                           "torch.scatter_add(x[0], 0, j, x[1, 1]), torch.scatter_add(x[0, 0], 0, i, x[1, :2])",
                           f"{R.format('3, 4')}, torch.tensor([0, 0]), torch.tensor(2), torch.tensor(0)"),
+    "repeat": ("x", "x.repeat(2, 1, 3), torch.tile(x[0], (3,)), x.repeat(1, 1)", R.format("2, 3")),
     "index_select": ("x, i", "torch.index_select(x, 1, i) + torch.index_select(x, 0, i[2]).sum()",
                      f"{R.format('6, 7')}, torch.randint(0, 6, (4,))"),
 }

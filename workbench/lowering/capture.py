@@ -37,7 +37,7 @@ _EXTRA_DECOMPOSITIONS = [
     aten.pairwise_distance, aten.margin_ranking_loss, aten.soft_margin_loss, aten.triplet_margin_loss,
     aten.hinge_embedding_loss, aten.celu, aten.selu, aten.rrelu_with_noise, aten.instance_norm,
     aten.frac, aten.trunc, aten.xlogy.Tensor, aten.sinc, aten.diag_embed, aten.norm.ScalarOpt_dim,
-    aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec,
+    aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.repeat,
 ]
 
 
