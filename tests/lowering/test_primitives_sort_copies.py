@@ -160,3 +160,17 @@ def test_round_decimals(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "round", dt, {"round": (
         "x", "torch.round(x, decimals=2), torch.round(x * 37, decimals=-1), torch.round(x, decimals=0), "
         "torch.round(x[0, 0] * 7.7, decimals=3)", "(torch.randint(-2000, 2000, (5, 7)) / 200).to(DT)")})
+
+
+LGAMMA_SPECIAL = ("torch.tensor([0., -0., 1., 2., 0.5, -0.5, -2., -3.0001, -7.5, 1e-3, 30.5, 170., 1e4, -1e3 - 0.3, "
+                  "float('inf'), -float('inf'), float('nan')]).to(DT)")
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "float64"))
+def test_lgamma(tmp_path: Path, dt: str) -> None:
+    """Both branches (Lanczos, reflection), the zeros at 1 and 2, poles, large |x|, inf and nan; mvlgamma."""
+    special = LGAMMA_SPECIAL.replace("1e4, -1e3 - 0.3", "1e3, -99.3") if dt in ("float16", "bfloat16") else \
+        LGAMMA_SPECIAL
+    _family(tmp_path, "lgamma", dt, {"lgamma": (
+        "x, y", "torch.lgamma(x * 10), torch.lgamma(y), torch.mvlgamma(x.abs() * 5 + 3, 3)",
+        f"{R.format('6, 7')}, {special}")})

@@ -170,6 +170,29 @@ def _i0(x):
     r = tl.where(a == float("inf"), float("inf"), r)
     return tl.where(x != x, x, r)
 ''',
+    "_lgamma": '''@triton.jit
+def _lgamma(x):
+    # log|Gamma(x)|: Lanczos (g = 7, 9 terms) for x >= 0.5, reflection log(pi / |sin(pi x)|) - lgamma(1 - x)
+    # below, with sin taken of x minus its nearest integer (exact) so that large negative x keep their
+    # digits; poles (0, -1, ...) and +-inf give inf, as torch does
+    w = tl.where(x < 0.5, 1.0 - x, x) - 1.0
+    a = w * 0.0 + 0.99999999999980993
+    a = a + 676.5203681218851 / (w + 1.0)
+    a = a - 1259.1392167224028 / (w + 2.0)
+    a = a + 771.32342877765313 / (w + 3.0)
+    a = a - 176.61502916214059 / (w + 4.0)
+    a = a + 12.507343278686905 / (w + 5.0)
+    a = a - 0.13857109526572012 / (w + 6.0)
+    a = a + 9.9843695780195716e-6 / (w + 7.0)
+    a = a + 1.5056327351493116e-7 / (w + 8.0)
+    t = w + 7.5
+    lg = 0.9189385332046727 + (w + 0.5) * tl.log(t) - t + tl.log(a)
+    r = x - tl.floor(x + 0.5)
+    refl = tl.log(3.141592653589793 / tl.abs(tl.sin(3.141592653589793 * r))) - lg
+    out = tl.where(x < 0.5, refl, lg)
+    out = tl.where(tl.abs(x) == float("inf"), float("inf"), out)
+    return tl.where(x != x, x, out)
+''',
 }
 
 
@@ -414,6 +437,7 @@ POINTWISE: dict[str, Handler] = {
     "asin": _fn("_atan({0} / tl.sqrt((1.0 - {0}) * (1.0 + {0})))", "_atan"),
     "acos": _fn("(2.0 * _atan(tl.sqrt((1.0 - {0}) / (1.0 + {0}))))", "_atan"),
     "i0": _fn("_i0({0})", "_i0"),
+    "lgamma": _fn("_lgamma({0})", "_lgamma"),
     "copysign": _copysign,
     "ldexp": _ldexp,
     "sigmoid": _fn("(1.0 / (1.0 + tl.exp(-{0})))"),
