@@ -13,6 +13,7 @@ SPECS = Path(__file__).parent / "specs"
 
 @pytest.mark.parametrize("name, expected", [
     ("bad_svd", "unsupported: aten._linalg_svd.default"),
+    ("bad_inverse", "unsupported: aten.linalg_inv_ex.default"),
     ("bad_branch", "capture failed: data-dependent"),
     ("bad_nonzero", "unsupported: aten.index.Tensor"),
 ])

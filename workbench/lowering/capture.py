@@ -50,7 +50,8 @@ class Captured:
     """An exported, decomposed forward and how its graph inputs map back to the module."""
 
     graph: torch.fx.Graph
-    # graph placeholder name -> ("param"|"buffer"|"constant", fqn) or ("input", index into forward args)
+    # graph placeholder name -> ("param"|"buffer"|"constant", fqn), ("input", index into forward args) or
+    # ("token", None): an effect token, unused once the graph keeps only the user outputs
     inputs: dict[str, tuple[str, Any]]
     out_spec: Any
     forward_args: list[str]
@@ -172,6 +173,8 @@ def capture(module: Any) -> Captured:
             mapping[name] = ("buffer", spec.target)
         elif kind in ("CONSTANT_TENSOR", "CUSTOM_OBJ"):
             mapping[name] = ("constant", spec.target)
+        elif kind == "TOKEN":  # an effect token (decompositions with side effects): not a forward argument
+            mapping[name] = ("token", None)
         else:
             mapping[name] = ("input", user_i)
             user_i += 1

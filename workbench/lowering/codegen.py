@@ -125,6 +125,10 @@ class Emitter:
         for node in self.graph.nodes:
             if node.op == "placeholder":
                 kind, where = self.inputs[node.name]
+                if kind == "token":
+                    if node.users:  # an effectful op is still in the graph
+                        raise Unsupported("unsupported: an op with side effects (export's effect token)")
+                    continue
                 v = self.name(node)
                 if kind == "input":
                     if v != self.forward_args[where]:

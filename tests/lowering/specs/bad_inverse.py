@@ -1,0 +1,17 @@
+"""Unsupported: a matrix inverse; its decomposition threads an effect token (export's side-effect input)
+through the graph, which once crashed the lowering (IndexError) instead of naming the op."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.linalg.matrix_power(x, -2) + x
+
+
+def get_inputs():
+    return [torch.randn(3, 4, 4) + 4 * torch.eye(4)]
+
+
+def get_init_inputs():
+    return []
