@@ -28,7 +28,8 @@ RESAMPLE = {
 def test_multi_index(tmp_path: Path, dt: str) -> None:
     cases = CASES
     if dt == "bool":
-        cases = {k: (a, e, i.replace(R.format("5, 6, 7"), "torch.rand(5, 6, 7) > 0.5")) for k, (a, e, i) in CASES.items()}
+        cases = {k: (a, e, i.replace(R.format("5, 6, 7"), "torch.rand(5, 6, 7) > 0.5"))
+                 for k, (a, e, i) in CASES.items()}
     elif dt == "int32":
         cases = {k: (a, e, i.replace(R.format("5, 6, 7"), "torch.randint(-9, 9, (5, 6, 7), dtype=DT)"))
                  for k, (a, e, i) in CASES.items()}

@@ -17,7 +17,7 @@ import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported
-from workbench.lowering.graph import dtype, op_name, packet, val
+from workbench.lowering.graph import op_name, packet, val
 from workbench.lowering.primitives import Primitive, register
 
 TUNABLES = ("BLOCK", "NUM_WARPS")
