@@ -165,17 +165,22 @@ def _index_multi(name: str, node: fx.Node, names: dict[fx.Node, str], x: fx.Node
         launch = [f"_B = {B}"] + _launch(name, v, shape, torch_dtype(dtype(node)), args)
         return src, launch, set()
     # the copy of x is glue; the kernel walks the indexed shape (out_ptr is unused: the copy is written)
-    acc = "_acc" if wide else v
-    launch = [f"{acc} = torch.empty({xv}.shape, dtype={'torch.float32' if wide else torch_dtype(dtype(node))}, "
-              "device=dev)", f"{acc}.copy_({xv})", f"_B = {B}", f"_shape = {shape}",
-              f"_vals = {names[put]}.expand(_shape)", "_n = _numel(_shape)",
-              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {acc}, {', '.join(iv)}, "
-              f"{', '.join(f'{xv}.shape[{k}]' for k, _ in tensors)}, *{acc}.stride(), "
-              f"{''.join(f'*{t}.expand(_B).stride(), ' for t in iv)}_vals, *_vals.stride(), _n, *_shape[1:], "
-              "BLOCK=BLOCK, num_warps=NUM_WARPS)"]
-    if wide:
-        launch.append(f"{v} = {acc}.to({torch_dtype(dtype(node))})")
+    acc, head, tail = _write_copy(v, xv, node, wide)
+    launch = head + [f"_B = {B}", f"_shape = {shape}", f"_vals = {names[put]}.expand(_shape)", "_n = _numel(_shape)",
+                     f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {acc}, {', '.join(iv)}, "
+                     f"{', '.join(f'{xv}.shape[{k}]' for k, _ in tensors)}, *{acc}.stride(), "
+                     f"{''.join(f'*{t}.expand(_B).stride(), ' for t in iv)}_vals, *_vals.stride(), _n, "
+                     "*_shape[1:], BLOCK=BLOCK, num_warps=NUM_WARPS)"] + tail
     return src, launch, set()
+
+
+def _write_copy(v: str, xv: str, node: fx.Node, wide: bool) -> tuple[str, list[str], list[str]]:
+    """The copy of x that a scatter writes into (glue), in fp32 when fp16/bf16 is accumulated (bf16
+    atomics are missing in the interpreter and on older GPUs), cast back after: (name, before, after)."""
+    acc = "_acc" if wide else v
+    dt = "torch.float32" if wide else torch_dtype(dtype(node))
+    tail = [f"{v} = {acc}.to({torch_dtype(dtype(node))})"] if wide else []
+    return acc, [f"{acc} = torch.empty({xv}.shape, dtype={dt}, device=dev)", f"{acc}.copy_({xv})"], tail
 
 
 def index_put_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -276,15 +281,12 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     xv, iv, v = names[x], _as_1d(names[index], flat0), names[node]
     sv = expr(src) if scalar else _as_1d(names[src], flat0)
     # the copy of x is glue (a layout copy); the scatter itself is the kernel
-    acc = "_acc" if wide else v
-    launch = [f"{acc} = torch.empty({xv}.shape, dtype={'torch.float32' if wide else torch_dtype(dtype(node))}, "
-              "device=dev)", f"{acc}.copy_({xv})", f"_n = {iv}.numel()",
-              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {iv}, {sv}, {_as_1d(acc, flat0)}.shape[{dim}], "
-              f"*{_as_1d(acc, flat0)}.stride(), "
-              f"*{iv}.stride(), {'' if scalar else f'*{sv}.stride(), '}_n, *{iv}.shape[1:], BLOCK=BLOCK, "
-              "num_warps=NUM_WARPS)"]
-    if wide:
-        launch.append(f"{v} = {acc}.to({torch_dtype(dtype(node))})")
+    acc, head, tail = _write_copy(v, xv, node, wide)
+    launch = head + [f"_n = {iv}.numel()",
+                     f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({acc}, {iv}, {sv}, {_as_1d(acc, flat0)}.shape[{dim}], "
+                     f"*{_as_1d(acc, flat0)}.stride(), "
+                     f"*{iv}.stride(), {'' if scalar else f'*{sv}.stride(), '}_n, *{iv}.shape[1:], BLOCK=BLOCK, "
+                     "num_warps=NUM_WARPS)"] + tail
     return src_text, launch, set()
 
 
