@@ -25,20 +25,16 @@ _ORDERED = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.i
             torch.int32, torch.int64)
 
 
-def _kw(node: fx.Node, name: str, default):  # noqa: ANN001, ANN202 - keyword-only schema arguments
-    return node.kwargs.get(name, default)
-
-
 def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
     if packet(node) == "searchsorted":
         seq, x = node.args[:2]
-        side = _kw(node, "side", None)
-        right = bool(_kw(node, "right", False)) or side == "right"
-        if _kw(node, "sorter", None) is not None:
+        side = node.kwargs.get("side", None)
+        right = bool(node.kwargs.get("right", False)) or side == "right"
+        if node.kwargs.get("sorter", None) is not None:
             raise Unsupported(f"unsupported: {op_name(node)} with a sorter")
     else:
         x, seq = node.args[:2]
-        right = bool(_kw(node, "right", False))
+        right = bool(node.kwargs.get("right", False))
     if not (isinstance(seq, fx.Node) and isinstance(x, fx.Node)):
         raise Unsupported(f"unsupported: {op_name(node)} of a Python scalar")
     common = torch.result_type(val(seq), val(x))
@@ -67,7 +63,7 @@ def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
     doc = f'    """{side_doc} binary search of each value in its row of the sorted boundaries."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in L]) + "\n"
     xv, bv, v = names[x], names[seq], names[node]
-    out_dt = "torch.int32" if _kw(node, "out_int32", False) else "torch.int64"
+    out_dt = "torch.int32" if node.kwargs.get("out_int32", False) else "torch.int64"
     launch = [f"_x = {xv}.contiguous()", f"_b = {bv}.contiguous()",
               f"{v} = torch.empty({xv}.shape, dtype={out_dt}, device=dev)", f"_n = {xv}.numel()",
               f"_nb = {bv}.shape[-1] if {bv}.dim() else 1",

@@ -14,6 +14,7 @@ import torch.fx as fx
 
 from workbench.lowering.epilogue import torch_dtype
 from workbench.lowering.gather import _kernel
+from workbench.lowering.glue import diag_view
 from workbench.lowering.graph import dtype, packet, val
 from workbench.lowering.primitives import Primitive, register
 
@@ -137,7 +138,36 @@ def fill_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
     return src, launch, set()
 
 
+
+def diagonal_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
+                            expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """diagonal_scatter(x, src, offset, dim1, dim2): a copy of x (glue), then the strided copy of src into the
+    as_strided view of that copy's diagonal (the view's data pointer carries its offset)."""
+    x, s = node.args[:2]
+    v = names[node]
+    launch = [f"{v} = {names[x]}.clone()"] + diag_view("_dv", v, node, x, expr, 2) + _copy_launch(name, "_dv", names[s])
+    return copy_source(name, val(s).dim()), launch, set()
+
+
+def slice_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
+                         expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """slice_scatter(x, src, dim, start, end, step): a copy of x (glue), then the strided copy of src into
+    that copy's slice view (slicing is glue: the view's data pointer and strides carry the slice)."""
+    x, s = node.args[:2]
+    dim, start, end, step = (_arg(node, 2, "dim", 0), _arg(node, 3, "start"), _arg(node, 4, "end"),
+                             _arg(node, 5, "step", 1))
+    r = val(s).dim()
+    d = dim % r if r else 0
+    lo = expr(start) if start is not None else ""
+    hi = expr(end) if end is not None else ""
+    v = names[node]
+    launch = [f"{v} = {names[x]}.clone()", f"_dv = {v}[{':, ' * d}{lo}:{hi}:{expr(step)}]"] + \
+        _copy_launch(name, "_dv", names[s])
+    return copy_source(name, r), launch, set()
+
 register("cat", Primitive("cat", TUNABLES, cat_kernel))
 register("constant_pad_nd", Primitive("pad", TUNABLES, pad_kernel))
 for _op in (*CONSTANT_OPS, "fill"):
     register(_op, Primitive("fill", TUNABLES, fill_kernel))
+register("diagonal_scatter", Primitive("copy", TUNABLES, diagonal_scatter_kernel))
+register("slice_scatter", Primitive("copy", TUNABLES, slice_scatter_kernel))

@@ -11,7 +11,6 @@ import torch
 import torch.fx as fx
 
 from workbench.lowering.epilogue import Unsupported, torch_dtype
-from workbench.lowering.glue import diag_view
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register
 
@@ -290,52 +289,7 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     return src_text, launch, set()
 
 
-def diagonal_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
-                            expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
-    """diagonal_scatter(x, src, offset, dim1, dim2): a copy of x (glue), then a strided copy of src into the
-    as_strided view of that copy's diagonal (the view's data pointer carries its offset)."""
-    x, s = node.args[:2]
-    r = val(s).dim()
-    doff = " + ".join(f"j{d} * sd{d}" for d in range(r)) or "0"
-    soff = " + ".join(f"j{d} * ss{d}" for d in range(r)) or "0"
-    body = [f"tl.store(dst_ptr + {doff}, tl.load(src_ptr + {soff}, mask=mask), mask=mask)"]
-    params = ["dst_ptr", "src_ptr"] + [f"sd{d}" for d in range(r)] + [f"ss{d}" for d in range(r)]
-    src = _kernel(name, "src copied into a strided view (a diagonal of the output).", params, r, body)
-    v, sv = names[node], names[s]
-    launch = [f"{v} = {names[x]}.clone()"] + diag_view("_dv", v, node, x, expr, 2) + \
-        ["_n = _dv.numel()", f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_dv, {sv}, *_dv.stride(), *{sv}.stride(), _n, "
-         "*_dv.shape[1:], BLOCK=BLOCK, num_warps=NUM_WARPS)"]
-    return src, launch, set()
-
-
-def slice_scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str],
-                         expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
-    """slice_scatter(x, src, dim, start, end, step): a copy of x (glue), then a strided copy of src into
-    that copy's slice view (slicing is glue: the view's data pointer and strides carry the slice)."""
-    x, s = node.args[:2]
-    arg = (list(node.args) + [None] * 6)[:6]
-    dim = node.kwargs.get("dim", arg[2] if arg[2] is not None else 0)
-    start, end = node.kwargs.get("start", arg[3]), node.kwargs.get("end", arg[4])
-    step = node.kwargs.get("step", arg[5] if arg[5] is not None else 1)
-    r = val(s).dim()
-    d = dim % r if r else 0
-    doff = " + ".join(f"j{k} * sd{k}" for k in range(r)) or "0"
-    soff = " + ".join(f"j{k} * ss{k}" for k in range(r)) or "0"
-    body = [f"tl.store(dst_ptr + {doff}, tl.load(src_ptr + {soff}, mask=mask), mask=mask)"]
-    params = ["dst_ptr", "src_ptr"] + [f"sd{k}" for k in range(r)] + [f"ss{k}" for k in range(r)]
-    src = _kernel(name, f"src copied into a strided view (a slice of dim {d} of the output).", params, r, body)
-    v, sv = names[node], names[s]
-    lo = expr(start) if start is not None else ""
-    hi = expr(end) if end is not None else ""
-    launch = [f"{v} = {names[x]}.clone()", f"_dv = {v}[{':, ' * d}{lo}:{hi}:{expr(step)}]",
-              "_n = _dv.numel()", f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_dv, {sv}, *_dv.stride(), "
-              f"*{sv}.stride(), _n, *_dv.shape[1:], BLOCK=BLOCK, num_warps=NUM_WARPS)"]
-    return src, launch, set()
-
-
 register("flip", Primitive("flip", TUNABLES, flip_kernel))
-register("slice_scatter", Primitive("copy", TUNABLES, slice_scatter_kernel))
-register("diagonal_scatter", Primitive("copy", TUNABLES, diagonal_scatter_kernel))
 register("scatter", Primitive("scatter", TUNABLES, scatter_kernel))
 register("scatter_add", Primitive("scatter", TUNABLES, scatter_kernel))
 register("gather", Primitive("gather", TUNABLES, gather_kernel))
