@@ -131,8 +131,16 @@ class Harness:
             else:
                 return EvalResult(status=Status.INFRA_ERROR, error="the harness server died twice on this job",
                                   device=self.device)
-        raw = json.loads(line)
-        return self._to_result(raw, time.perf_counter() - t0 - startup)
+        wall = time.perf_counter() - t0 - startup
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise TypeError("the server's result is not a JSON object")
+            return self._to_result(raw, wall)
+        except (KeyError, TypeError, ValueError) as exc:  # never an exception in the caller
+            log.error("harness result unreadable: %s: %s", type(exc).__name__, exc)
+            return EvalResult(status=Status.INFRA_ERROR, device=self.device,
+                              error=f"the harness server's result could not be read ({type(exc).__name__}: {exc})")
 
     def evaluate(self, spec: str | Path, candidate: str | Path, *, trials: int = 3, timeout_s: float = 300.0,
                  overrides: dict[str, Any] | None = None, shapes: list[str] | None = None,

@@ -13,6 +13,8 @@ import select
 import time
 from typing import Any
 
+from workbench.harness import messages
+
 
 class ProtocolError(Exception):
     """A child sent something other than the message the protocol expects."""
@@ -71,7 +73,7 @@ def rss_bytes(pid: int) -> int:
 class Link:
     """The server's end of one child: commands out, reports in, each report checked against the nonce."""
 
-    def __init__(self, pid: int, cmd_w: int, report_r: int, nonce: str) -> None:
+    def __init__(self, pid: int, cmd_w: int, report_r: int, nonce: str, strict: bool = False) -> None:
         self.pid = pid              # the process the server forked (for the candidate: the namespace's parent)
         self.watch_pid = pid        # whose memory to watch and whose syscall to read (the namespace's init)
         self.cmd_w = cmd_w
@@ -79,6 +81,7 @@ class Link:
         self.nonce = nonce
         self._buf = b""
         self.rss_limit = 0
+        self.strict = strict        # a candidate's link: every line goes through `messages.parse_candidate`
 
     def send(self, msg: dict[str, Any]) -> None:
         try:
@@ -98,9 +101,16 @@ class Link:
                 if not chunk:
                     raise ChildGone("exited")
                 self._buf += chunk
+                if self.strict and len(self._buf) > messages.MAX_LINE and b"\n" not in self._buf:
+                    raise ProtocolError(f"a report line over {messages.MAX_LINE} bytes")
             if self.rss_limit and rss_bytes(self.watch_pid) > self.rss_limit:
                 raise ChildGone("memory")
         line, _, self._buf = self._buf.partition(b"\n")
+        if self.strict:
+            try:
+                return messages.parse_candidate(line, self.nonce, expect)
+            except messages.SchemaError as e:
+                raise ProtocolError(str(e)) from e
         try:
             msg = json.loads(line)
         except json.JSONDecodeError as e:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import io
 import os
 import resource
 import sys
@@ -26,9 +27,11 @@ import torch
 
 from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
+from workbench.harness import messages as _messages
 from workbench.harness import opcheck
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
+from workbench.harness import safeio as _safeio
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel
 from workbench.harness.compare import compare_outputs, flatten_outputs
@@ -192,6 +195,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         if "mount" in iso.namespaces:
             sandbox, stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
     isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
+    # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
+    _sandbox.close_inherited_fds({chan.cmd_fd, chan.report_fd}, iso)
     if iso is not None:
         for p in (sandbox / "tmp", sandbox / "stdout.txt", sandbox / "stderr.txt"):
             os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
@@ -233,7 +238,7 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         if error:
             msg["error"] = error
         msg["timings_s"]["candidate_total"] = time.perf_counter() - t_start
-        chan.send(msg)
+        chan.send(_messages.report("finished", **msg))
 
     try:
         if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
@@ -343,7 +348,7 @@ class _Reference:
         self.icache = InputCache(writable=True)  # this trusted process is the only writer
         self.host: dict[tuple[int, int], list[Any]] = {}
         names = [n for n, _ in self.plan.shapes]
-        self.timed = None if job.get("skip_timing") else names.index(self.plan.timed_shape)
+        self.timed = names.index(self.plan.timed_shape)
         self.models: dict[int, Any] = {}
         self._devgen: bool | None = None
         self.cache_timed = False  # the candidate's timed sets went through the input cache
@@ -457,16 +462,23 @@ class _Reference:
         for si, where, fname, host in todo:
             if isinstance(host, int):
                 host = self.timed_sets([host], self.cache_timed)[0]
-            path = sandbox / fname
-            if not path.is_file():
+            with torch.no_grad():
+                ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
+            # A candidate-written file, read by this root process: no link followed, a size bound from
+            # the reference's own outputs, and weights_only (no pickled code).
+            bound = 2 * sum(r.numel() * r.element_size() for r in ref if isinstance(r, torch.Tensor)) + (1 << 20)
+            try:
+                data = _safeio.read_bounded(sandbox, fname, bound)
+            except FileNotFoundError:
                 out["correct"] = False
                 out["problems"].append(f"{where}: no output saved")
                 continue
-            with torch.no_grad():
-                ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
+            except OSError as exc:
+                out["correct"] = False
+                out["problems"].append(f"{where}: output refused ({exc})")
+                continue
             try:
-                # Candidate-written file: weights_only refuses pickled code.
-                got = torch.load(path, weights_only=True, map_location=self.device)
+                got = torch.load(io.BytesIO(data), weights_only=True, map_location=self.device)
             except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's failure
                 out["correct"] = False
                 out["problems"].append(f"{where}: unreadable output ({type(exc).__name__})")

@@ -79,18 +79,27 @@ def summarize(per_rep_s: list[float], reps: int) -> dict[str, float]:
 SIZING_ROUNDS = 2
 
 
+def _recv(link: Link, deadline: float, expect: str) -> dict[str, Any]:
+    """The child's next round message; its `failure` (the reference) or `finished` report (a candidate
+    that failed mid-round and says why) ends the rounds."""
+    msg = link.recv(deadline, expect=expect)
+    if "failure" in msg or msg.get("kind") == "finished":
+        raise _Failure(msg)
+    return msg
+
+
 def null_round(link: Link, deadline: float, n: int = 5) -> float:
     """The protocol's own cost, in seconds: the fastest of `n` rounds of zero repetitions."""
     best = float("inf")
     for _ in range(n):
         link.send({"stage": -1, "file": None, "seeds": []})
-        link.recv(deadline, expect="staged")
+        _recv(link, deadline, "staged")
         t0 = time.perf_counter()
         link.send({"go": -1, "record": False})
-        link.recv(deadline, expect="done")
+        _recv(link, deadline, "done")
         best = min(best, time.perf_counter() - t0)
         link.send({"save": -1, "which": []})
-        link.recv(deadline, expect="saved")
+        _recv(link, deadline, "saved")
     return best
 
 
@@ -134,15 +143,13 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         link.send(stage(k, r))
         tl = time.perf_counter()
         pending = ahead(k + 1, r) if ahead is not None and k >= SIZING_ROUNDS and k + 1 < n_rounds else None
-        link.recv(deadline, expect="staged")
+        _recv(link, deadline, "staged")
         if pending is not None:
             pending()  # the next round is staged before the clock starts
         t0 = time.perf_counter()
         link.send({"go": k, "record": k in recorded})
-        msg = link.recv(deadline, expect="done")
+        msg = _recv(link, deadline, "done")
         t1 = time.perf_counter()
-        if "failure" in msg:
-            raise _Failure(msg)
         if msg["done"] != k:
             raise ProtocolError(f"done for round {msg['done']} during round {k}")
         if idle_check is not None and idle_check() is False and "reported_done_early" not in violations:
@@ -160,9 +167,9 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         which = sorted(rng.sample(range(n), min(JUDGED_PER_ROUND, n))) if judge else []
         tv = time.perf_counter()
         link.send({"save": k, "which": which})
-        done = link.recv(deadline, expect="saved")
-        if "failure" in done:
-            raise _Failure(done)
+        done = _recv(link, deadline, "saved")
+        if done["saved"] != k:
+            raise ProtocolError(f"saved for round {done['saved']} during round {k}")
         saved.extend((k, i) for i in which)
         t_end = time.perf_counter()
         phases["stage_s"] += tl - ts

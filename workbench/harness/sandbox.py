@@ -28,7 +28,9 @@ import fcntl
 import logging
 import os
 import resource
+import secrets
 import signal
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +49,13 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
 _SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 (the unified syscall table)
 _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
-UID_BASE = 61000  # candidate uids: UID_BASE .. UID_BASE + UID_SLOTS - 1, one per live harness server
-UID_SLOTS = 512
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_MNT_DETACH = 2
+# Candidate uids: a fresh one per job, drawn at random from UID_BASE .. UID_BASE + UID_SLOTS - 1 (not
+# guessable from a PID, never two live jobs on one: each is held with a lock for its job).
+UID_BASE = 2_000_000
+UID_SLOTS = 1 << 20
 SANDBOX_MOUNT = "/tmp/wb-sandbox"  # where the candidate sees its sandbox
 STAGE_MOUNT = "/tmp/wb-stage"      # where it sees the job's staged inputs (read-only)
 
@@ -65,13 +72,16 @@ class Isolation:
     private_proc: bool = False
     private_tmp: bool = False
     no_new_privs: bool = False
+    fresh_keyring: bool = False
+    closed_fds: int = 0
     code_under_tmp: list[str] = field(default_factory=list)  # bound back read-only over the private /tmp
     missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"uid": self.uid, "namespaces": list(self.namespaces), "readonly_root": self.readonly_root,
                 "private_proc": self.private_proc, "private_tmp": self.private_tmp,
-                "no_new_privs": self.no_new_privs, "code_under_tmp": list(self.code_under_tmp),
+                "no_new_privs": self.no_new_privs, "fresh_keyring": self.fresh_keyring,
+                "closed_fds": self.closed_fds, "code_under_tmp": list(self.code_under_tmp),
                 "missing": list(self.missing)}
 
 
@@ -229,31 +239,39 @@ def drop_privileges(iso: Isolation, uid: int) -> None:
         iso.no_new_privs = True
     else:
         iso.missing.append(_err("no_new_privs"))
+    # A session keyring of its own, empty: nothing another job (or the server) keeps there is reachable.
+    nr = _SYS_KEYCTL.get(os.uname().machine)
+    if nr is not None and _libc.syscall(nr, _KEYCTL_JOIN_SESSION_KEYRING, None) >= 0:
+        iso.fresh_keyring = True
+    else:
+        iso.missing.append(_err("keyctl join session keyring"))
     # a credential change clears the parent-death signal: set it again
     if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         iso.missing.append(_err("pdeathsig after setuid"))
 
 
 class UidLease:
-    """One candidate uid per harness server, held with an flock so two servers never share one."""
+    """A fresh candidate uid for one job: random, held with an flock so no other live job has it. Its
+    persistent keyring and anything else the kernel keeps per uid start empty."""
 
-    def __init__(self, lock_dir: Path = Path("/dev/shm/wb-harness-uids")) -> None:
+    def __init__(self, lock_dir: Path = Path("/dev/shm/wb-harness-uids"), tries: int = 64) -> None:
         lock_dir.mkdir(mode=0o700, exist_ok=True)
-        start = os.getpid() % UID_SLOTS
-        for i in range(UID_SLOTS):
-            uid = UID_BASE + (start + i) % UID_SLOTS
-            fd = os.open(lock_dir / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        for _ in range(tries):
+            uid = UID_BASE + secrets.randbelow(UID_SLOTS)
+            path = lock_dir / f"{uid}.lock"
+            fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
                 continue
-            self.uid, self._fd = uid, fd
+            self.uid, self._fd, self._path = uid, fd, path
             return
-        raise RuntimeError(f"no free candidate uid in {UID_BASE}..{UID_BASE + UID_SLOTS - 1}")
+        raise RuntimeError(f"no free candidate uid in {UID_BASE}..{UID_BASE + UID_SLOTS - 1} after {tries} draws")
 
     def release(self) -> None:
         try:
+            self._path.unlink(missing_ok=True)
             os.close(self._fd)
         except OSError:
             pass
@@ -290,3 +308,46 @@ def child_pids(pid: int) -> list[int]:
             return [int(x) for x in f.read().split()]
     except OSError:
         return []
+
+
+def private_mounts() -> bool:
+    """The server's own mount namespace: the tmpfs it mounts for jobs are invisible to the host and go
+    with it when it exits."""
+    return _libc.unshare(CLONE_NEWNS) == 0 and _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def mount_box(path: Path, size_mb: int, inodes: int = 4096) -> bool:
+    """A size-bounded tmpfs at `path`: a candidate's writable space (its sandbox), mode 0700 of root."""
+    return _mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"mode=0700,size={int(size_mb)}m,nr_inodes={int(inodes)}")
+
+
+def unmount(path: Path) -> None:
+    _libc.umount2(str(path).encode(), _MNT_DETACH)
+
+
+def close_inherited_fds(keep: set[int], iso: Isolation | None = None) -> int:
+    """Close every descriptor that reaches a file, directory or socket outside what `keep` names: a lock
+    file, a log or a socket the server held would otherwise be writable from the candidate. Devices (the
+    GPU's), pipes the runtime uses and anonymous inodes stay."""
+    closed = 0
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        return 0
+    for fd in fds:
+        if fd in keep or fd <= 2:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISSOCK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            try:
+                os.close(fd)
+                closed += 1
+            except OSError:
+                pass
+    if iso is not None:
+        iso.closed_fds = closed
+    return closed

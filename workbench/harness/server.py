@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.harness import messages as _messages
 from workbench.harness import policy as _policy
 from workbench.harness import rounds as _rounds
+from workbench.harness import safeio as _safeio
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
 
@@ -37,6 +39,11 @@ log = logging.getLogger("workbench.harness.server")
 _STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
 # All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
 _STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
+# What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
+# of what the harness stages into its process: an honest kernel at published sizes is never killed.
+MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
+# Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
+_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "4096"))
 
 
 class _Stager:
@@ -107,10 +114,8 @@ def _describe_exit(status: int) -> str:
 
 
 def _tail_file(path: Path, n: int = 2000) -> str:
-    try:
-        return path.read_bytes()[-n:].decode(errors="replace")
-    except OSError:
-        return ""
+    """A candidate-written file's tail: no link followed, never more than `n` bytes read (`safeio`)."""
+    return _safeio.read_tail(path.parent, path.name, n)
 
 
 @dataclass
@@ -122,6 +127,7 @@ class _Spare:
     job_w: int      # the server's commands go here
     result_r: int   # the child's reports arrive here
     iso: dict[str, Any] = field(default_factory=dict)
+    box: Path | None = None  # the candidate's sandbox (a bounded tmpfs), when this server mounts one
 
 
 class Server:
@@ -129,12 +135,15 @@ class Server:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
         self.null_s: dict[str, float] = {}  # the protocol's own cost per round, measured in the reference
-        self.secret = secrets.randbits(40)  # input seeds: never sent to a candidate
+        self.secret = secrets.randbits(40)  # drawn again for every job: input seeds no candidate sees
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
         os.chmod(self.root, 0o711)  # others may traverse into a stage they were given, not list
         self.isolate = _sandbox.can_isolate() and os.environ.get("WB_SANDBOX", "on") != "off"
-        self.uid_lease = _sandbox.UidLease() if self.isolate else None
+        # The jobs' tmpfs live in this server's own mount namespace (`_spawn`): the host never sees them.
+        self.own_mounts = self.isolate and _sandbox.private_mounts()
+        self.uid_lease: _sandbox.UidLease | None = None  # the running job's fresh uid
+        self._boxes = 0
         if not self.isolate:
             log.warning("candidate isolation unavailable (%s): candidates run with this server's uid and "
                         "namespaces; only the Python guards and the static policy apply",
@@ -145,6 +154,15 @@ class Server:
 
     # -- warm spares ---------------------------------------------------------------------------
     def _spawn(self, role: str) -> _Spare:
+        box = None
+        if role == "candidate" and self.own_mounts:
+            # Its sandbox: a bounded tmpfs mounted before the fork, so the candidate's mount namespace
+            # (copied from this one) holds the same file system the judge reads after it is dead.
+            self._boxes += 1
+            box = self.root / f"box{self._boxes}"
+            box.mkdir(mode=0o700)
+            if not _sandbox.mount_box(box, _SANDBOX_MB):
+                log.warning("could not mount a %d MB tmpfs for a sandbox: it is a plain directory", _SANDBOX_MB)
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         inherited = set(self._fds)
@@ -171,7 +189,7 @@ class Server:
         os.close(job_r)
         os.close(res_w)
         self._fds.update((job_w, res_r))
-        return _Spare(role, pid, job_w, res_r)
+        return _Spare(role, pid, job_w, res_r, box=box)
 
     def _candidate_namespace(self, job_r: int, res_w: int) -> int:
         """In the forked child: new namespaces, then the candidate spare as the PID namespace's init.
@@ -306,21 +324,24 @@ class Server:
         timeout = float(job.get("timeout_s", 300.0))
         res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
                                "trials": int(job.get("trials", 3)), "isolation": None}
+        self.secret = secrets.randbits(40)  # fresh seeds: nothing one job saw helps the next
         job_dir = Path(tempfile.mkdtemp(prefix=f"job{self._jobs}-", dir=self.root))
-        stage, sandbox = job_dir / "stage", job_dir / "sandbox"
-        stage.mkdir(mode=0o755)
-        sandbox.mkdir(mode=0o700)
-        os.chmod(job_dir, 0o711)
-        (sandbox / "candidate.py").write_text(job["candidate_source"])
         nonce = secrets.token_hex(8)
         ref_sp, cand_sp = self._take("reference"), self._take("candidate")
+        stage, sandbox = job_dir / "stage", cand_sp.box or job_dir / "sandbox"
+        stage.mkdir(mode=0o755)
+        sandbox.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(job_dir, 0o711)
+        (sandbox / "candidate.py").write_text(job["candidate_source"])
+        if self.isolate:
+            self.uid_lease = _sandbox.UidLease()  # fresh per job: its own keyrings, nothing of the last
         for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r):
             self._fds.discard(fd)
         ref = Link(ref_sp.pid, ref_sp.job_w, ref_sp.result_r, nonce)
-        cand = Link(cand_sp.pid, cand_sp.job_w, cand_sp.result_r, nonce)
+        cand = Link(cand_sp.pid, cand_sp.job_w, cand_sp.result_r, nonce, strict=True)
         cand.watch_pid = self._namespace_init(cand_sp.pid)
         if self.device == "cuda":
-            cand.rss_limit = int(job.get("mem_limit_gb", 8.0) * 2**30)
+            cand.rss_limit = int(MEM_LIMIT_GB * 2**30)  # raised by what the harness stages (`_run`)
         try:
             return self._run(job, res, ref, cand, stage, sandbox, timeout, t0)
         finally:
@@ -333,16 +354,20 @@ class Server:
                 except OSError:
                     pass
             res["stdout_tail"] = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-2000:]
-            if not job.get("keep_sandbox"):
-                shutil.rmtree(job_dir, ignore_errors=True)
+            shutil.rmtree(job_dir, ignore_errors=True)
+            if cand_sp.box is not None:
+                _sandbox.unmount(cand_sp.box)
+                shutil.rmtree(cand_sp.box, ignore_errors=True)
+            if self.uid_lease is not None:
+                self.uid_lease.release()
+                self.uid_lease = None
 
     def _run(self, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link, stage: Path, sandbox: Path,
              timeout: float, t0: float) -> dict[str, Any]:
         deadline_ref = time.monotonic() + max(timeout, 600.0)
         ref.send({"device": self.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
                   "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(stage),
-                  "seed": int(job.get("seed", self.secret % 1_000_000_007)),
-                  "skip_timing": bool(job.get("skip_timing"))})
+                  "seed": self.secret % 1_000_000_007})
         prep_msg = ref.recv(deadline_ref, expect="prepared")
         prep = prep_msg.get("prepared")
         if prep is None:
@@ -364,7 +389,7 @@ class Server:
         # 3. the baseline, before the candidate exists, under this server's clock
         key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
         if timed is not None:
-            if job.get("cache_baseline", True) and key in self.baselines:
+            if key in self.baselines:
                 res["baseline"] = self.baselines[key]
                 null_s = self.null_s[key]
             else:
@@ -387,12 +412,16 @@ class Server:
                 self.null_s[key] = null_s
                 res["baseline"] = stats
             res["timings_s"]["null_round"] = null_s
-        # 4. the candidate
+        # 4. the candidate. Its memory limit counts what it allocates itself: what the harness stages into
+        # its process (a round's R sets, a trial set, their device copies' host side) comes on top.
+        staging_allowance = 2 * prep["set_bytes"] * (plan.r_max + 2)
+        if cand.rss_limit:
+            cand.rss_limit += staging_allowance
         deadline = time.monotonic() + timeout
         cand_job = {"device": self.device, "sandbox": str(sandbox), "stage": str(stage),
                     "uid": self.uid_lease.uid if self.uid_lease else os.getuid(), "spec_path": job["spec_path"],
                     "shapes": prep["shapes"], "timed": timed, "sig": prep["sig"], "allowed_ops": prep["allowed_ops"],
-                    "mem_limit_gb": job.get("mem_limit_gb", 8.0)}
+                    "mem_limit_gb": MEM_LIMIT_GB + staging_allowance / 2**30}
         saved: list[tuple[int, int]] = []
         pending = stage.parent / "pending"
         pending.mkdir(mode=0o700)
@@ -429,7 +458,7 @@ class Server:
                 return self._done(res, "timeout", f"candidate exceeded the {timeout:g} s wall-clock limit", t0)
             if gone.why == "memory":
                 return self._done(res, "crashed", f"candidate exceeded the resident memory limit "
-                                  f"({job.get('mem_limit_gb', 8.0)} GiB)", t0)
+                                  f"({MEM_LIMIT_GB:g} GiB beside what the harness staged)", t0)
             tail = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-800:]
             return self._done(res, "crashed", f"candidate process {status} before reporting "
                               f"(segfault, abort or os._exit)\n{tail}", t0)
@@ -445,16 +474,19 @@ class Server:
                 return self._done(res, "bad_spec", "the spec's Model failed: " + report["reference_error"], t0)
         # 5. nothing of the candidate survives past this line
         self._kill_and_status(cand)
-        res["violations"] = list(dict.fromkeys(res["violations"] + list(report.get("violations", []))))
+        # Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the
+        # trusted verdict and the trusted clock below. Its own times are information
+        # and never replace one the server took.
+        res["violations"] = list(dict.fromkeys(res["violations"] + report.get("violations", [])))
         res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
-        res["timings_s"].update(report.get("timings_s", {}))
-        status = report.get("status", "crashed")
-        if res["violations"] and status in ("passed", "runtime_error", "incorrect"):
-            status = "rejected"
+        for k, v in report.get("timings_s", {}).items():  # never over a time the server took itself
+            res["timings_s"].setdefault(k, v)
+        status = _messages.verdict_status(report.get("status", "crashed"), res["violations"])
         if status != "passed":
             return self._done(res, status, report.get("error", "") or "rule broken", t0)
         if timed is not None and "timing" not in res:
             return self._done(res, "incorrect", "the candidate finished without answering the timing rounds", t0)
+
         # 6. the verdict, from the trusted side
         t3 = time.perf_counter()
         timed_pairs = [(k, i, self._seeds(1, k, i + 1)[i]) for k, i in saved]
