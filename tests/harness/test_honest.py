@@ -67,10 +67,16 @@ def test_data_dependent_input_sizes(harness: Harness) -> None:
     assert res.passed, res.error
 
 
-def test_stdlib_helpers_that_read_frames_are_allowed(harness: Harness) -> None:
-    """namedtuple, NamedTuple, enum, logging and warnings read frames internally: not a violation."""
-    res = harness.evaluate(ROOT / "examples" / "vector_add" / "spec.py",
-                           Path(__file__).parent / "specs" / "stdlib_candidate.py", trials=2)
+def test_stdlib_helpers_are_outside_the_allow_list_and_not_false_positives_of_the_guards(harness: Harness) -> None:
+    """enum, logging, warnings and namedtuple are routes to frames and module attributes the allow-list
+    does not admit (a second red team used logging's and typing's); the runtime guards, on their own
+    (policy off), still let the honest candidate that uses them pass."""
+    spec = ROOT / "examples" / "vector_add" / "spec.py"
+    cand = Path(__file__).parent / "specs" / "stdlib_candidate.py"
+    res = harness.evaluate(spec, cand, trials=2)
+    assert res.status == Status.REJECTED and res.error.startswith("static policy:"), res.error
+    assert any(v.startswith(("import:import enum", "forbidden_introspection:import logging")) for v in res.violations)
+    res = harness.evaluate(spec, cand, trials=2, policy=False)
     assert res.passed, (res.error, res.violations)
 
 

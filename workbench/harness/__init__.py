@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.env import cuda_visible, stripped_environ
+from workbench.harness import policy
 from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 
@@ -106,7 +107,28 @@ class Harness:
         return self._platform
 
     # -- evaluation ---------------------------------------------------------------------------
+    def precheck(self, job: EvalJob) -> EvalResult | None:
+        """The static policy, here in the caller's process before any server, process or GPU context
+        starts: a rejection costs milliseconds. None when the candidate may run (the server checks again,
+        with the spec loaded)."""
+        if not job.policy:
+            return None
+        t0 = time.perf_counter()
+        allowed = policy.allowed_imports_of(str(job.spec_path))
+        if allowed is None:  # ALLOWED_IMPORTS is not a literal: only the server, which loads the spec, knows
+            return None
+        found = policy.check_source(job.candidate_source, allowed)
+        if not found:
+            return None
+        wall = time.perf_counter() - t0
+        return EvalResult(status=Status.REJECTED, device=self.device, violations=found,
+                          error="static policy: " + "; ".join(found[:6]),
+                          timings_s={"policy": wall, "client_wall": wall, "harness_overhead": wall})
+
     def evaluate_job(self, job: EvalJob) -> EvalResult:
+        early = self.precheck(job)
+        if early is not None:
+            return early
         payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
                    "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
                    "shapes": job.shapes, "policy": job.policy}
@@ -172,6 +194,7 @@ class Harness:
             res.details["rounds"] = cand.get("rounds")
             res.details["reps_per_round"] = cand.get("reps_per_round")
             res.details["own_null_round_us"] = cand.get("own_null_round_us")  # information, never in a time
+            res.details["inputs"] = cand.get("inputs")
             for k in ("rounds_planned", "stage_total_mb", "staged_mb"):  # a staging budget that cut rounds shows
                 if k in cand:
                     res.details[k] = cand[k]

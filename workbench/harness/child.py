@@ -190,6 +190,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
     t_start = time.perf_counter()
     device = job["device"]
     sandbox, stage = Path(job["sandbox"]), Path(job["stage"])
+    gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
+    _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
     if iso is not None:
         _sandbox.confine_filesystem(iso, sandbox, stage, job["uid"])
         if "mount" in iso.namespaces:
@@ -268,12 +270,14 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
             name = shape["name"]
             stage_name = f"shape {name}: build"
             init_inputs = _load(stage / shape["init"], device)
+            if gen is not None:
+                gen.shape(si)
             torch.manual_seed(shape["model_seed"])
             model = model_new(*init_inputs).to(device)
             buffers: list[Any] | None = None
             for t, fname in enumerate(shape["trials"]):
                 stage_name = f"shape {name}: trial {t}"
-                fresh = _load(stage / fname, device)
+                fresh = gen.make(fname) if gen is not None else _load(stage / fname, device)
                 last = t == len(shape["trials"]) - 1
                 if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
                     # Same buffers, new content: a candidate memoizing on pointers returns stale results.
@@ -309,6 +313,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
                 reader = _plan.RawReader(device)
 
                 def load(order: dict[str, Any], rd: _plan.RawReader = reader) -> list[list[Any]]:
+                    if gen is not None:  # made here, on the device, from the round's seeds
+                        return [gen.make(s) for s in order["seeds"]]
                     if order["file"].endswith(".raw"):
                         return rd.read(stage / order["file"])
                     sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
@@ -335,6 +341,25 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         finish(status, f"{stage_name}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
 
 
+class _InputMaker:
+    """The candidate process's inputs made on its device from seeds (`plan.generate_on`), when the
+    reference process found the spec's `get_inputs()` can (`_Reference._device_generation`). The spec is
+    loaded before the process confines itself and before any candidate code exists; the candidate's own
+    code cannot import it (static policy) or open its file (guards)."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.device = job["device"]
+        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        self.base = self.spec.constants()
+        self.shapes = [sh["over"] for sh in job["shapes"]]
+
+    def shape(self, si: int) -> None:
+        _plan.apply_shape(self.spec, self.base, self.shapes[si])
+
+    def make(self, seed: int) -> list[Any]:
+        return _plan.generate_on(self.spec, int(seed), self.device)
+
+
 class _Reference:
     """The trusted reference process's state for one job."""
 
@@ -343,6 +368,7 @@ class _Reference:
         self.device = job["device"]
         self.stage = Path(job["stage"])
         self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        _plan.set_tf32(self.spec.allow_tf32)  # the judge's reference computes in IEEE fp32 (spec: ALLOW_TF32)
         self.plan = _plan.make_plan(self.spec, self.device, job["trials"], job.get("shapes"), job["seed"])
         self.base = self.spec.constants()
         self.icache = InputCache(writable=True)  # this trusted process is the only writer
@@ -357,24 +383,32 @@ class _Reference:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
         shapes = []
         set_bytes = 0
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
+        devgen = self._device_generation()
         for si, (name, over) in enumerate(self.plan.shapes):
             _plan.apply_shape(self.spec, self.base, over)
             init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), "cpu")
             torch.save(init, self.stage / f"init_{si}.pt")
-            trials = []
+            trials: list[Any] = []
             for t in range(self.plan.trials):
-                inputs = _plan.build_inputs(self.spec, self.plan.trial_seed(si, t), "cpu", self.icache)
+                seed = self.plan.trial_seed(si, t)
+                if devgen:  # the candidate makes the same values on its device from the seed
+                    inputs = _plan.generate_on(self.spec, seed, self.device)
+                    trials.append(seed)
+                else:
+                    inputs = _plan.build_inputs(self.spec, seed, "cpu", self.icache)
+                    torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
+                    trials.append(f"in_{si}_{t}.pt")
                 self.host[(si, t)] = inputs
-                torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
-                trials.append(f"in_{si}_{t}.pt")
                 if si == self.timed:
                     set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
             shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
-                           "model_seed": self.plan.model_seed(si)})
+                           "model_seed": self.plan.model_seed(si), "over": over})
         for p in self.stage.iterdir():
             os.chmod(p, 0o644)
         sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
-        return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig,
+        return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
+                "allow_tf32": self.spec.allow_tf32,
                 "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
                 "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape}}
 
@@ -390,17 +424,21 @@ class _Reference:
         """On the GPU, timed inputs are generated there (`get_inputs()` under `torch.device`): host RNG
         costs seconds per evaluation for large inputs (2 x 16M randn: about 0.3 s a set). Decided once per
         job, so the judge regenerates exactly what was staged; for specs whose `get_inputs()` fails there or
-        returns anything but device tensors and scalars, the host's. Opt-in (`WB_DEVICE_INPUTS=on`) until a
-        GPU run has measured it: written in a session without device time, it has never run on a GPU."""
+        returns anything but device tensors and scalars, or is not the same twice from one seed, the
+        host's. On by default on the GPU (`WB_DEVICE_INPUTS=off` turns it off); on the CPU only when asked
+        (the tests run the same path there). With it, the candidate makes its inputs the same way
+        (`_InputMaker`): nothing is staged through files or host memory."""
         if self._devgen is None:
             self._devgen = False
-            if self.device == "cuda" and os.environ.get("WB_DEVICE_INPUTS", "off") == "on":
+            default = "on" if self.device == "cuda" else "off"  # on the CPU: a test of the same path
+            if os.environ.get("WB_DEVICE_INPUTS", default) == "on":
                 try:
-                    torch.manual_seed(self.plan.timing_seed(0))
-                    with torch.device(self.device):
-                        probe = list(self.spec.module.get_inputs())
-                    self._devgen = all(x.device.type == self.device if isinstance(x, torch.Tensor)
-                                       else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
+                    probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    again = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    self._devgen = all(_same(a, b) for a, b in zip(probe, again)) and all(
+                        x.device.type == self.device if isinstance(x, torch.Tensor)
+                        else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
+                    del probe, again
                 except Exception:  # noqa: BLE001 - the spec's inputs need the host: generate them there
                     self._devgen = False
         return self._devgen
@@ -411,12 +449,7 @@ class _Reference:
         the evaluation fits in the cache, else it just costs a write per set)."""
         _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
         if self._device_generation():
-            out = []
-            for s in seeds:
-                torch.manual_seed(s)
-                with torch.device(self.device):
-                    out.append(list(self.spec.module.get_inputs()))
-            return out
+            return [_plan.generate_on(self.spec, s, self.device) for s in seeds]
         return [_plan.build_inputs(self.spec, s, "cpu", self.icache if cache else None) for s in seeds]
 
     def baseline(self, chan: Channel) -> None:

@@ -55,8 +55,8 @@ def _floats(v: Any, what: str) -> dict[str, float]:
     out = {}
     for k, x in v.items():
         _str(k, what, MAX_ITEM)
-        if type(x) not in (int, float) or not math.isfinite(x) or x < 0:
-            raise SchemaError(f"{what}[{k[:40]!r}]: expected a finite non-negative number")
+        if type(x) not in (int, float) or not math.isfinite(x):
+            raise SchemaError(f"{what}[{k[:40]!r}]: expected a finite number")
         out[k] = float(x)
     return out
 

@@ -77,6 +77,22 @@ def build_inputs(spec: Spec, seed: int, device: str, cache: Any = None) -> list[
     return list(to_device(host, device))
 
 
+def generate_on(spec: Spec, seed: int, device: str) -> list[Any]:
+    """`get_inputs()` under `torch.manual_seed(seed)` with `device` as the default device: the inputs made
+    where they are used (on the GPU: no host RNG, no host copy, no file). The reference process and the
+    candidate process call this with the same seed and get the same values."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        return list(to_device(list(spec.module.get_inputs()), device))
+
+
+def set_tf32(allow: bool) -> None:
+    """IEEE fp32 for matmuls and cuDNN convolutions unless the spec sets `ALLOW_TF32` (PyTorch's default
+    lets cuDNN use TF32, which a correct fp32 kernel then fails against)."""
+    torch.backends.cuda.matmul.allow_tf32 = bool(allow)
+    torch.backends.cudnn.allow_tf32 = bool(allow)
+
+
 def build_init_inputs(spec: Spec, seed: int, device: str) -> list[Any]:
     torch.manual_seed(seed)
     return list(to_device(list(spec.module.get_init_inputs()), device))

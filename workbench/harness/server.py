@@ -14,6 +14,7 @@ Logs go to stderr. For every job:
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +40,8 @@ log = logging.getLogger("workbench.harness.server")
 _STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
 # All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
 _STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
+# One round's sets when the candidate makes its inputs on its device (`child._InputMaker`).
+_DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "8192"))
 # What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
 # of what the harness stages into its process: an honest kernel at published sizes is never killed.
 MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
@@ -314,8 +317,11 @@ class Server:
                         self._spares[role] = None
 
     def _seeds(self, kind: int, k: int, r: int) -> list[int]:
-        """Seeds of round k's r repetitions (kind 1: the candidate's rounds, 2: the baseline's)."""
-        return [self.secret + kind * 10_000_000 + k * 10_007 + i for i in range(r)]
+        """Seeds of round k's r repetitions (kind 1: the candidate's rounds, 2: the baseline's): a keyed
+        hash of the job's secret, so one seed the candidate process holds tells nothing of the next."""
+        return [int.from_bytes(hashlib.blake2b(f"{kind}:{k}:{i}".encode(), digest_size=8,
+                                               key=self.secret.to_bytes(8, "little")).digest(), "little") >> 2
+                for i in range(r)]
 
     # -- one job --------------------------------------------------------------------------------
     def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -384,8 +390,12 @@ class Server:
                 res["violations"] = found
                 return self._done(res, "rejected", "static policy: " + "; ".join(found[:6]), t0)
         timed = prep["timed"]
-        plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
-                                            int(_STAGE_TOTAL_MB * 2**20))
+        devgen = bool(prep.get("devgen"))
+        if devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
+            plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
+        else:
+            plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
+                                                int(_STAGE_TOTAL_MB * 2**20))
         # 3. the baseline, before the candidate exists, under this server's clock
         key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
         if timed is not None:
@@ -414,13 +424,15 @@ class Server:
             res["timings_s"]["null_round"] = null_s
         # 4. the candidate. Its memory limit counts what it allocates itself: what the harness stages into
         # its process (a round's R sets, a trial set, their device copies' host side) comes on top.
-        staging_allowance = 2 * prep["set_bytes"] * (plan.r_max + 2)
+        staging_allowance = 0 if devgen and self.device == "cuda" else 2 * prep["set_bytes"] * (plan.r_max + 2)
         if cand.rss_limit:
             cand.rss_limit += staging_allowance
         deadline = time.monotonic() + timeout
         cand_job = {"device": self.device, "sandbox": str(sandbox), "stage": str(stage),
                     "uid": self.uid_lease.uid if self.uid_lease else os.getuid(), "spec_path": job["spec_path"],
                     "shapes": prep["shapes"], "timed": timed, "sig": prep["sig"], "allowed_ops": prep["allowed_ops"],
+                    "devgen": devgen, "allow_tf32": bool(prep.get("allow_tf32")),
+                    "overrides": job.get("overrides") or {},
                     "mem_limit_gb": MEM_LIMIT_GB + staging_allowance / 2**30}
         saved: list[tuple[int, int]] = []
         pending = stage.parent / "pending"
@@ -437,15 +449,18 @@ class Server:
                     res["isolation"] = self._verify_isolation(cand.watch_pid, msg["isolated"])
                 elif "timing" in msg and timed is not None and msg["timing"] == timed and "timing" not in res:
                     t2 = time.perf_counter()
-                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stager, null_s=null_s,
+                    stage_fn = (lambda k, r: {"stage": k, "seeds": self._seeds(1, k, r)}) if devgen else stager
+                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_fn, null_s=null_s,
                                                          idle_check=lambda: self._idle(cand.watch_pid),
                                                          # without a mount namespace and a uid of its own the
                                                          # candidate could read `pending`: no staging ahead
-                                                         ahead=stager.ahead if self.isolate else None)
+                                                         ahead=stager.ahead if self.isolate and not devgen
+                                                         else None)
                     res["timings_s"]["timing"] = time.perf_counter() - t2
                     for name, v in stats.pop("phases_s", {}).items():
                         res["timings_s"]["rounds_" + name] = v
                     res["timings_s"]["rounds_reference_staging"] = stager.wait_s
+                    stats["inputs"] = "made on the device" if devgen else "staged"
                     res["timing"] = stats
                     res["violations"].extend(pviol)
                 elif msg.get("finished"):
