@@ -81,8 +81,8 @@ class Run:
 
 
 def provenance(commit: str | None = None) -> dict[str, Any]:
-    """`workbench.provenance.collect()`, with `commit` recorded where git could not say."""
-    from workbench.provenance import collect
+    """`platforms.collect()`, with `commit` recorded where git could not say."""
+    from platforms import collect
 
     prov = collect()
     if commit and prov.get("commit") in (None, "unknown"):

@@ -331,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         log.error("no CUDA device: the self-check profiles on a GPU (CPU tests cover the parsers)")
         return 2
-    from workbench.platforms import describe_device
-    from workbench.provenance import collect
+    from platforms import collect, describe_device
 
     prov = collect()
     # the device's copy of the tree has no .git: git then answers "unknown" or the literal "HEAD"

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from platforms import ceilings
+
 from . import formats as F
 from .errors import MissingRegionsError, ProfilingError, TraceFileError
 
@@ -85,14 +87,6 @@ EVENT_COLUMNS = [
 ]
 
 
-def _ceilings(arch: str) -> dict[str, Any]:
-    """Bandwidth and TFLOP/s ceilings for an architecture, from workbench.platforms' table."""
-    try:
-        from workbench import platforms
-    except ImportError:  # profiling is usable without the workbench package
-        return {}
-    table = getattr(platforms, "_ARCH_TABLE", {})  # no public per-arch accessor exists yet
-    return dict(table.get(arch, {}))
 
 
 @dataclass
@@ -572,7 +566,7 @@ def _finish_kernels(prof: Profile) -> None:
     seconds = k["time_ns"] * 1e-9
     k["gbps"] = k["bytes"] / seconds / 1e9
     k["tflops"] = k["flops"] / seconds / 1e12
-    ceil = _ceilings(str(prof.device.get("arch", "")))
+    ceil = ceilings(str(prof.device.get("arch", "")))
     bw = float(ceil.get("mem_bandwidth_gbs", math.nan))
     k["bw_ceiling_gbps"] = bw
     k["bw_fraction"] = k["gbps"] / bw

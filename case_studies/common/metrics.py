@@ -1,8 +1,8 @@
 """Achieved throughput, the formulas in code. The ceilings they are read against (the H200's, measured on
-this project's lent machine) live in `workbench.platforms` only (`peak_tflops`, `mem_bandwidth_gbs`)."""
+this project's lent machine) live in `platforms` only (`peak_tflops`, `mem_bandwidth_gbs`)."""
 from __future__ import annotations
 
-from workbench.platforms import mem_bandwidth_gbs
+from platforms import mem_bandwidth_gbs
 
 # The recorded case-study results were all measured on the H200: its ceilings are the reports' default.
 RESULTS_ARCH = "sm_90"

@@ -11,7 +11,7 @@ from typing import Any
 from case_studies.common.dispatch import ShapeDispatcher
 from case_studies.common.metrics import RESULTS_ARCH
 from case_studies.common.results import read_rows
-from workbench.platforms import mem_bandwidth_gbs, peak_tflops
+from platforms import mem_bandwidth_gbs, peak_tflops
 
 
 def summarize(rows: Sequence[dict[str, Any]], *, kernel: str = "triton", baseline: str = "eager",

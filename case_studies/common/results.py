@@ -16,9 +16,9 @@ PROVENANCE_KEYS = ("gpu", "driver", "cuda", "sm", "torch", "triton", "python", "
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path,
                provenance: dict[str, Any] | None = None) -> Path:
     """Write dict rows to `path` (CSV). Each row gets `prov_<key>` columns from `provenance`
-    (default: `workbench.provenance.collect()`), so a row copied elsewhere still says where it came from."""
+    (default: `platforms.collect()`), so a row copied elsewhere still says where it came from."""
     if provenance is None:
-        from workbench.provenance import collect
+        from platforms import collect
 
         provenance = collect()
     prov = {f"prov_{k}": provenance.get(k) for k in PROVENANCE_KEYS}

@@ -235,7 +235,7 @@ class RayEvaluator(Evaluator):
             except (ConnectionError, RuntimeError) as exc:
                 raise ClusterUnreachable(f"could not join the Ray cluster at {addr!r}: {exc}") from exc
             return
-        from workbench.platforms import describe_device
+        from platforms import describe_device
 
         plat = describe_device(device)
         n = 1

@@ -34,7 +34,7 @@ class HarnessWorker:
         import torch
         import triton
 
-        from workbench.platforms import describe_device
+        from platforms import describe_device
 
         plat = describe_device("cpu" if self._device == "cpu" else "auto")
         out: dict[str, Any] = {

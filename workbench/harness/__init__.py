@@ -100,7 +100,7 @@ class Harness:
 
     def platform(self) -> dict[str, Any]:
         if self._platform is None:
-            from workbench.platforms import describe_device
+            from platforms import describe_device
 
             self._platform = describe_device(self.device).to_dict() if self.device == "cuda" else \
                 describe_device("cpu").to_dict()
