@@ -75,8 +75,71 @@ def _methods_reached(cls: ast.ClassDef, start: str = "__init__") -> list[ast.Fun
     return [defs[n] for n in defs if n in seen]  # source order
 
 
+def _class_attrs(cls: ast.ClassDef) -> list[ast.stmt]:
+    """A class body's own assignments (`expansion = 4`), which the copied class must keep."""
+    return [s for s in cls.body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+
+
+def _numpy_aliases(tree: ast.Module) -> set[str]:
+    out = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            out |= {a.asname or a.name for a in stmt.names if a.name == "numpy"}
+    return out
+
+
+class _FoldNumpy(ast.NodeTransformer):
+    """`np.log2(8)`, `np.pi`, `np.sqrt(2.0)`: numpy scalars of literals become their value, computed here.
+
+    A candidate may not import numpy (SwinTransformerV2's `np.log2(8)` in WindowAttention.__init__); any
+    other numpy use stays and is reported as the module a candidate may not import."""
+
+    def __init__(self, aliases: set[str]) -> None:
+        self.aliases = aliases
+
+    def _np_attr(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.aliases:
+            return node.attr
+        return None
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        name = self._np_attr(node.func)
+        if name is None or node.keywords:
+            return node
+        try:
+            args = [ast.literal_eval(a) for a in node.args]
+        except ValueError:
+            return node
+        return self._const(getattr(__import__("numpy"), name, None), args) or node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        name = self._np_attr(node)
+        if name in ("pi", "e", "inf", "euler_gamma"):
+            return ast.copy_location(ast.Constant(float(getattr(__import__("numpy"), name))), node)
+        return node
+
+    @staticmethod
+    def _const(fn, args: list) -> ast.AST | None:  # noqa: ANN001
+        import numpy as np
+
+        if fn is None or not callable(fn) or not all(isinstance(a, (int, float)) for a in args):
+            return None
+        v = fn(*args)
+        if not np.isscalar(v) or isinstance(v, (str, bytes)):
+            return None
+        v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            return None
+        return ast.Constant(v)
+
+
 def build_init(source: str, model_name: str = "Model") -> InitCode:
     tree = ast.parse(source)
+    aliases = _numpy_aliases(tree)
+    if aliases:
+        tree = ast.fix_missing_locations(_FoldNumpy(aliases).visit(tree))
     top: dict[str, ast.stmt] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
@@ -93,11 +156,12 @@ def build_init(source: str, model_name: str = "Model") -> InitCode:
     if not isinstance(model, ast.ClassDef):
         raise InitError(f"init: no class {model_name} in the spec source")
     methods = _methods_reached(model)  # empty: Model inherits nn.Module.__init__, and so does ModelNew
+    model_attrs = _class_attrs(model)
     if any(not (isinstance(b, ast.Attribute) and b.attr == "Module" or isinstance(b, ast.Name) and b.id == "Module")
            for b in model.bases):
         raise InitError(f"init: {model_name} derives from {ast.unparse(model.bases[0])}, not nn.Module")
     needed: list[ast.stmt] = []
-    pending = set().union(*(_free_names(m) for m in methods)) if methods else set()
+    pending = set().union(*(_free_names(m) for m in model_attrs + methods)) if methods or model_attrs else set()
     done: set[str] = set()
     while pending:
         name = pending.pop()
@@ -118,13 +182,15 @@ def build_init(source: str, model_name: str = "Model") -> InitCode:
         if isinstance(stmt, ast.ClassDef):
             if stmt.name == model_name:
                 continue
+            # class-level statements (ResNet's `Bottleneck.expansion = 4`) stay: __init__ may read them
+            attrs = _class_attrs(stmt)
             kept = _methods_reached(stmt)
             stripped = ast.ClassDef(name=stmt.name, bases=stmt.bases, keywords=stmt.keywords,
-                                    body=kept or [ast.Pass()], decorator_list=stmt.decorator_list,
+                                    body=attrs + kept or [ast.Pass()], decorator_list=stmt.decorator_list,
                                     type_params=[])
             stripped = _SuperFix().visit(stripped)
             needed.append(stripped)
-            for m in kept:
+            for m in attrs + kept:
                 pending |= _free_names(m)
             for b in stmt.bases:
                 pending |= _free_names(ast.Expression(b))
@@ -137,6 +203,8 @@ def build_init(source: str, model_name: str = "Model") -> InitCode:
     code = InitCode()
     for stmt in needed:
         code.preamble.append(ast.unparse(ast.fix_missing_locations(stmt)))
+    for a in model_attrs:
+        code.methods.append(ast.unparse(ast.fix_missing_locations(a)))
     for m in methods:
         m = _SuperFix().visit(m)
         code.methods.append(ast.unparse(ast.fix_missing_locations(m)))
