@@ -286,8 +286,8 @@ def run_case(cfg: CaseConfig, args: Any, run: common.Run, device: str, doc: dict
                                          shapes=copy.deepcopy(bench.DISPATCH_UNRECORDED)))
         for s in decl_b["sweeps"]:
             s["contenders"] = [c for c in bench.DISPATCH_CONTENDERS if args.compile or "compile" not in c]
-        source = csv_a if args.dispatch_from == "run" else None     # None: the dispatch module's recorded CSV
-        rec["dispatch_from"] = str(source) if source else "recorded (the dispatch module's RESULTS_CSV)"
+        source = csv_a if args.dispatch_from == "run" else None     # None: the dispatch module's shipped table
+        rec["dispatch_from"] = str(source) if source else "recorded (the dispatch module's DISPATCH_CSV)"
         try:
             disp_rows = [r.to_dict() for r in run_exact_benchmark(
                 BenchmarkDecl.from_dict(decl_b), bench.case(dispatch_csv=source), device=device,

@@ -67,17 +67,10 @@ class ShapeDispatcher:
                 log.warning("no recorded results at %s: every shape falls back to PyTorch", results_csv)
         self._table: dict[tuple[str, tuple], dict[tuple[str, str], float]] = {}
         for r in rows:
-            if r.get("status") != "ok" or r.get("median_us") is None:
-                continue
-            if r["contender"] not in (self.kernel_contender, self.baseline_contender):
-                continue
-            if r["mode"] not in self.modes:
+            if not self.reads(r):
                 continue
             params = json.loads(r["params"]) if isinstance(r["params"], str) else r["params"]
-            try:
-                key = tuple(params[k] for k in self.key_params)
-            except KeyError:
-                continue
+            key = tuple(params[k] for k in self.key_params)
             cell = self._table.setdefault((r["dtype"], key), {})
             prev = cell.get((r["contender"], r["mode"]))
             # a shape measured twice (two sweeps) keeps the slower kernel, the faster baseline: conservative
@@ -88,6 +81,18 @@ class ShapeDispatcher:
                 cell[(r["contender"], r["mode"])] = max(prev, med)
             else:
                 cell[(r["contender"], r["mode"])] = min(prev, med)
+
+    @classmethod
+    def reads(cls, row: dict[str, Any]) -> bool:
+        """Whether a recorded row is one this dispatcher decides from (its contenders and launch modes, a
+        measured median, every key parameter): the rows its shipped table (`dispatch.csv`) keeps."""
+        if row.get("status") != "ok" or row.get("median_us") in (None, ""):
+            return False
+        if row.get("contender") not in (cls.kernel_contender, cls.baseline_contender) or \
+                row.get("mode") not in cls.modes:
+            return False
+        params = json.loads(row["params"]) if isinstance(row["params"], str) else row["params"]
+        return all(k in params for k in cls.key_params)
 
     # -- to override -------------------------------------------------------------------------------
     def supports(self, params: dict[str, Any], dtype: str) -> bool:

@@ -13,7 +13,9 @@ import torch.nn.functional as F
 
 from case_studies.common.dispatch import CachedDecisions, Decision, ShapeDispatcher
 
-RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "conv1d" / "bench.csv"
+# The recorded rows it decides from, shipped with the package (tools/dispatch_tables.py writes them from
+# results/case_studies/conv1d/bench.csv), so an installed case study keeps its dispatch.
+DISPATCH_CSV = Path(__file__).with_name("dispatch.csv")
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 
 
@@ -27,7 +29,7 @@ class Conv1dDispatcher(ShapeDispatcher):
         return dtype in SUPPORTED_DTYPES and params.get("groups", 1) == 1 and params.get("dilation", 1) == 1
 
 
-_cache = CachedDecisions(lambda: Conv1dDispatcher(RESULTS_CSV))
+_cache = CachedDecisions(lambda: Conv1dDispatcher(DISPATCH_CSV))
 
 
 def dispatcher() -> Conv1dDispatcher:

@@ -13,7 +13,9 @@ import torch
 from case_studies.common.dispatch import Decision, ShapeDispatcher
 from case_studies.mapid.reference import MapIdTransform
 
-RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "mapid" / "bench.csv"
+# The recorded rows it decides from, shipped with the package (tools/dispatch_tables.py writes them from
+# results/case_studies/mapid/bench.csv), so an installed case study keeps its dispatch.
+DISPATCH_CSV = Path(__file__).with_name("dispatch.csv")
 
 
 class MapIdDispatcher(ShapeDispatcher):
@@ -32,7 +34,7 @@ class MapIdDispatch(torch.nn.Module):
 
         self.pytorch = MapIdTransform(vocab)
         self.kernel = MapIdKernel(vocab, variant="bucket")
-        self.dispatcher = MapIdDispatcher(results_csv or RESULTS_CSV)
+        self.dispatcher = MapIdDispatcher(results_csv or DISPATCH_CSV)
         self.decisions: dict[tuple, Decision] = {}
 
     def decide(self, ids: torch.Tensor) -> Decision:

@@ -13,7 +13,9 @@ import torch
 from case_studies.common.dispatch import Decision, ShapeDispatcher
 from case_studies.mbdt.reference import MergeBucketizedDenseVectorized
 
-RESULTS_CSV = Path(__file__).resolve().parents[2] / "results" / "case_studies" / "mbdt" / "bench.csv"
+# The recorded rows it decides from, shipped with the package (tools/dispatch_tables.py writes them from
+# results/case_studies/mbdt/bench.csv), so an installed case study keeps its dispatch.
+DISPATCH_CSV = Path(__file__).with_name("dispatch.csv")
 
 
 class MBDTDispatcher(ShapeDispatcher):
@@ -34,7 +36,7 @@ class MBDTDispatch(torch.nn.Module):
         self.lengths = [int(n) for n in border_lengths]
         self.pytorch = MergeBucketizedDenseVectorized(borders, self.lengths)
         self.kernel = ModelNew(borders, self.lengths)
-        self.dispatcher = MBDTDispatcher(results_csv or RESULTS_CSV)
+        self.dispatcher = MBDTDispatcher(results_csv or DISPATCH_CSV)
         self.decisions: dict[tuple, Decision] = {}
 
     def decide(self, x: torch.Tensor) -> Decision:

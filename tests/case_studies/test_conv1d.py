@@ -347,10 +347,10 @@ def test_dispatcher_follows_the_recorded_h200_table():
     import json
 
     from case_studies.common.results import read_rows
-    from case_studies.conv1d.dispatch import RESULTS_CSV
+    from case_studies.conv1d.dispatch import DISPATCH_CSV
 
-    rows = [r for r in read_rows(RESULTS_CSV) if r["status"] == "ok"]
-    d = Conv1dDispatcher(RESULTS_CSV)
+    rows = [r for r in read_rows(DISPATCH_CSV) if r["status"] == "ok"]
+    d = Conv1dDispatcher(DISPATCH_CSV)
     med = {(r["params"], r["dtype"], r["mode"], r["contender"]): float(r["median_us"]) for r in rows}
     seen = 0
     for (params, dt, mode, who), t in med.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from case_studies.common.dispatch import ShapeDispatcher, _fit_line
-from case_studies.mapid.dispatch import RESULTS_CSV, MapIdDispatcher
+from case_studies.mapid.dispatch import DISPATCH_CSV, MapIdDispatcher
 from case_studies.mapid.spec import IDS_PER_SAMPLE, SHAPES
 
 
@@ -55,7 +55,7 @@ def test_mapid_spec_edge_shapes_take_the_kernel_from_the_recorded_h200_table():
     """The issue's measurement: at the spec's all-known and all-unknown shapes (620 ids, far below the
     recorded 40,000-200,000) the blanket fallback ran the chain at 25.7 / 45.0 us against the kernel's 4.9 /
     5.9. The recorded table's launch costs decide them for the kernel now, in both launch modes."""
-    d = MapIdDispatcher(RESULTS_CSV)
+    d = MapIdDispatcher(DISPATCH_CSV)
     for name in ("all_known", "all_unknown"):
         s = SHAPES[name]
         params = {"VOCAB_SIZE": s["VOCAB_SIZE"], "NUM_IDS": s["NUM_SAMPLES"] * IDS_PER_SAMPLE}
