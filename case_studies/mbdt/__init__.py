@@ -5,25 +5,8 @@ Public face:
 shows it winning;
 - `ModelNew`: the Triton seed candidate for the search (the spec's `Model` signatures, `kernel.py`);
 - `BENCHMARK`: the benchmark declared as data (`bench.py`), run by `benchmarks/case_studies/run.py`.
-
-Imported on first use (PEP 562): importing `case_studies.mbdt.reference` or `.spec`, as a spec file does,
-must not pull in Triton before the caller chose the interpreter.
+Each is imported on first use (`case_studies.faces`).
 """
-from __future__ import annotations
+from case_studies.faces import lazy_face
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from case_studies.mbdt.bench import BENCHMARK
-    from case_studies.mbdt.dispatch import MBDTDispatch
-    from case_studies.mbdt.kernel import ModelNew
-
-__all__ = ["BENCHMARK", "ModelNew", "MBDTDispatch"]
-_HOME = {"BENCHMARK": "bench", "ModelNew": "kernel", "MBDTDispatch": "dispatch"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+__all__, __getattr__ = lazy_face(__name__, dispatcher="MBDTDispatch")
