@@ -30,6 +30,9 @@ class EvalJob:
     # The static source policy (harness/policy.py) runs unless a trusted caller turns it off, e.g. to
     # test that the runtime guards catch what the policy would have caught first.
     policy: bool = True
+    # The clock the fitness compares: "device" (CUDA-graph replay, what do_bench measures; the default)
+    # or "wall" (per call, host launch included). None: the spec's `TIMING`, else "device".
+    timing: str | None = None
 
 
 class Evaluator(abc.ABC):

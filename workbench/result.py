@@ -35,6 +35,14 @@ class EvalResult:
     baseline_runtime_us: float | None = None
     baseline_p20_us: float | None = None
     baseline_p80_us: float | None = None
+    # Both clocks, side by side (docs/harness.md): device time per call by CUDA-graph replay (what
+    # do_bench measures; None where the forward cannot be captured, or on the CPU) and wall time per call
+    # with host launch included. `timing_basis` says which one `runtime_us` and the fitness use.
+    device_time_us: float | None = None
+    wall_time_us: float | None = None
+    baseline_device_time_us: float | None = None
+    baseline_wall_time_us: float | None = None
+    timing_basis: str = "wall"
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     device: str = "cpu"

@@ -131,7 +131,7 @@ class Harness:
             return early
         payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
                    "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
-                   "shapes": job.shapes, "policy": job.policy}
+                   "shapes": job.shapes, "policy": job.policy, "timing": job.timing}
         t0 = time.perf_counter()
         startup = 0.0
         with self._lock:
@@ -166,10 +166,12 @@ class Harness:
 
     def evaluate(self, spec: str | Path, candidate: str | Path, *, trials: int = 3, timeout_s: float = 300.0,
                  overrides: dict[str, Any] | None = None, shapes: list[str] | None = None,
-                 policy: bool = True) -> EvalResult:
+                 policy: bool = True, timing: str | None = None) -> EvalResult:
+        if timing not in (None, "device", "wall"):
+            raise ValueError(f"timing {timing!r}: expected device or wall")
         return self.evaluate_job(EvalJob(spec_path=str(spec), candidate_source=_source_of(candidate),
                                          trials=trials, timeout_s=timeout_s, overrides=overrides or {},
-                                         shapes=shapes, device=self.device, policy=policy))
+                                         shapes=shapes, device=self.device, policy=policy, timing=timing))
 
     def _to_result(self, raw: dict[str, Any], wall: float) -> EvalResult:
         status = Status(raw.get("status", "infra_error"))
@@ -188,6 +190,14 @@ class Harness:
         res.details["timed_shape"] = plan.get("timed")
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)
         cand, base = raw.get("timing"), raw.get("baseline")
+        cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")))
+        res.timing_basis = basis
+        if cand:
+            res.wall_time_us = cand["wall"]["median_us"]
+            res.device_time_us = (cand.get("device") or {}).get("median_us")
+        if base:
+            res.baseline_wall_time_us = base["wall"]["median_us"]
+            res.baseline_device_time_us = (base.get("device") or {}).get("median_us")
         if cand:
             res.runtime_us, res.runtime_p20_us, res.runtime_p80_us = cand["median_us"], cand["p20_us"], cand["p80_us"]
             res.details["reps"] = cand.get("reps")
@@ -209,6 +219,26 @@ class Harness:
         elif status == Status.REJECTED and not res.error:
             res.error = "rule broken: " + ", ".join(res.violations)
         return res
+
+
+def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None,
+           want: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
+    """The clock both contenders are compared on: device time when asked for (the default) and both have
+    it, else wall time per call. Each returned summary keeps the other clock under `wall` / `device`."""
+    def pick(stats: dict[str, Any] | None, device: bool) -> dict[str, Any] | None:
+        if not stats:
+            return stats
+        chosen = stats["device"] if device else stats
+        return {**stats, **{k: chosen[k] for k in ("median_us", "p20_us", "p80_us")}, "wall": stats}
+
+    use_device = want == "device" and bool(cand and cand.get("device")) and bool(base and base.get("device"))
+    if want == "device" and not use_device:
+        why = "the candidate's forward could not be captured" if base and base.get("device") else \
+            "no device time on this platform"
+        basis = f"wall (device time unavailable: {why})"
+    else:
+        basis = "device" if use_device else "wall"
+    return pick(cand, use_device), pick(base, use_device), basis
 
 
 def _source_of(candidate: str | Path) -> str:

@@ -408,7 +408,7 @@ class _Reference:
             os.chmod(p, 0o644)
         sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
         return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
-                "allow_tf32": self.spec.allow_tf32,
+                "allow_tf32": self.spec.allow_tf32, "timing_basis": str(getattr(self.spec.module, "TIMING", "device")),
                 "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
                 "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape}}
 

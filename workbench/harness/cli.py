@@ -24,6 +24,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="override a module-level constant of the spec (repeatable)")
     p.add_argument("--shape", dest="shapes", action="append", metavar="NAME",
                    help="check only these named shapes ('default' = the module constants); repeatable")
+    p.add_argument("--timing", choices=["device", "wall"], default=None,
+                   help="the clock the fitness compares: device (CUDA-graph replay, as do_bench; default) or wall "
+                        "(per call, host launch included); default: the spec's TIMING, else device")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema: README)")
     p.set_defaults(func=run)
 
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return _bad(str(exc), args.json)
     with harness:
         res = harness.evaluate(args.spec, Path(args.candidate), trials=args.trials, timeout_s=args.timeout,
+                               timing=args.timing,
                                overrides=overrides, shapes=args.shapes)
     if args.json:
         print(res.to_json())

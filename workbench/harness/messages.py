@@ -89,6 +89,7 @@ _SCHEMA: dict[str, dict[str, Any]] = {
     "staged": {"staged": lambda v: _int(v, "staged", -1, 1 << 20)},
     "done": {"done": lambda v: _int(v, "done", -1, 1 << 20)},
     "saved": {"saved": lambda v: _int(v, "saved", -1, 1 << 20)},
+    "captured": {"captured": lambda v: _int(v, "captured", 0, 1 << 16)},
     "finished": {"finished": lambda v: _true(v, "finished"), "status": _status,
                  "violations": lambda v: _strs(v, "violations"), "error": lambda v: _str(v, "error", MAX_ERROR),
                  "timings_s": lambda v: _floats(v, "timings_s"),

@@ -107,6 +107,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
           null_s: float = 0.0, idle_check: Callable[[], bool | None] | None = None, judge: bool = True,
           record: bool = True, rng: random.Random | None = None,
           ahead: Callable[[int, int], Callable[[], None]] | None = None,
+          device_stage: Callable[[int, int], dict[str, Any]] | None = None, device_slots_n: int = 0,
           ) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
     """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
 
@@ -115,6 +116,9 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
     round k-1 and returns a wait: it is waited for before `go`, so the staging never overlaps a timed
     window. Returns the timing summary (with the wall time of each phase), the (round, repetition) pairs
     whose outputs the child saved, and protocol violations seen (`reported_done_early`).
+    With `device_stage` (inputs made on the device from seeds), `drive_device` follows the wall-clock
+    rounds: the summary's `device` holds the device time per call (None: the forward could not be
+    captured).
     """
     rng = rng or random.SystemRandom()
     recorded = {0} if record else set()
@@ -176,11 +180,14 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         phases["load_s"] += t0 - tl
         phases["timed_window_s"] += t1 - t0
         phases["save_s"] += t_end - tv
+    summary_extra: dict[str, Any] = {}
+    if device_stage is not None and device_slots_n > 0 and per_rep:
+        dev, dev_saved = drive_device(link, deadline, device_stage, device_slots_n, statistics.median(per_rep),
+                                      null_s, plan.target_s, judge=judge, rng=rng)
+        summary_extra["device"] = dev
+        saved.extend(dev_saved)
     if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
-        violations_info = null_round(link, deadline, n=3)
-        summary_extra = {"own_null_round_us": violations_info * 1e6}
-    else:
-        summary_extra = {}
+        summary_extra["own_null_round_us"] = null_round(link, deadline, n=3) * 1e6
     link.send({"end": True})
     summary_extra["staged_mb"] = staged / 2**20
     if timed_rounds < plan.rounds:  # lowered by the total staging budget: the reader sees it
@@ -188,6 +195,55 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         summary_extra["stage_total_mb"] = (plan.total_bytes or 0) / 2**20
     return ({**summarize(per_rep, reps_total), **summary_extra, "reps_per_round": r, "phases_s": phases},
             saved, violations)
+
+
+DEVICE_ROUND_BASE = 1000  # device rounds are numbered from here: their seeds and files never meet the others'
+DEVICE_ROUNDS = 5
+L2_BYTES = 50 * 2**20     # the H200's L2: enough slots that a round's inputs do not stay in it
+
+
+def device_slots(set_bytes: int, budget_bytes: int) -> int:
+    """Slots (input sets) a device round cycles through: enough to exceed L2 twice, 4 to 64, in budget."""
+    want = math.ceil(2 * L2_BYTES / max(1, set_bytes))
+    return int(max(1, min(64, max(4, want), budget_bytes // max(1, set_bytes))))
+
+
+def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[str, Any]], slots: int,
+                 per_call_s: float, null_s: float, target_s: float, judge: bool = True,
+                 rng: random.Random | None = None) -> tuple[dict[str, Any] | None, list[tuple[int, int]]]:
+    """Device time by CUDA-graph replay (`_Graph`): capture `slots` calls on inputs made from their own
+    seeds, then `DEVICE_ROUNDS` rounds of fresh sets copied into the slots and the graph replayed
+    `passes` times between `go` and `done`. Returns None (and no saves) when the forward cannot be
+    captured: the record then says so and the fitness uses the wall time per call."""
+    rng = rng or random.SystemRandom()
+    cap = stage(DEVICE_ROUND_BASE - 1, slots)
+    link.send({"capture": slots, **{k: v for k, v in cap.items() if k != "stage"}})
+    got = _recv(link, deadline, "captured")
+    if got["captured"] != slots:
+        return None, []
+    passes = int(max(1, min(1000, math.ceil(target_s / max(per_call_s * slots, 1e-9)))))
+    per_call: list[float] = []
+    saved: list[tuple[int, int]] = []
+    for j in range(DEVICE_ROUNDS):
+        k = DEVICE_ROUND_BASE + j
+        link.send({**stage(k, slots), "device": True})
+        _recv(link, deadline, "staged")
+        t0 = time.perf_counter()
+        link.send({"go": k, "record": False, "passes": passes})
+        msg = _recv(link, deadline, "done")
+        t1 = time.perf_counter()
+        if msg["done"] != k:
+            raise ProtocolError(f"done for round {msg['done']} during device round {k}")
+        per_call.append(max(t1 - t0 - null_s, 1e-9) / (slots * passes))
+        which = sorted(rng.sample(range(slots), min(JUDGED_PER_ROUND, slots))) if judge else []
+        link.send({"save": k, "which": which})
+        done = _recv(link, deadline, "saved")
+        if done["saved"] != k:
+            raise ProtocolError(f"saved for round {done['saved']} during device round {k}")
+        saved.extend((k, i) for i in which)
+    stats = summarize(per_call, DEVICE_ROUNDS * slots * passes)
+    stats.update({"slots": slots, "passes": passes})
+    return stats, saved
 
 
 class _Failure(Exception):
@@ -201,6 +257,38 @@ class _Failure(Exception):
 RoundFailure = _Failure
 
 
+class _Graph:
+    """Device-time rounds: G forward calls on G input slots captured into one CUDA graph. Capture runs the
+    forward's host code once, on inputs no timed round uses; each device round then copies its fresh sets
+    into the slots (outside the clock) and replays the graph: no host code of the forward runs in the
+    window, so the round's time is the device's, as `do_bench` measures it, without the launch cost."""
+
+    def __init__(self, call: Callable[[list[Any]], Any], sets: list[list[Any]], sync: Callable[[], None]) -> None:
+        import torch
+
+        self.slots = sets
+        with torch.no_grad():
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # warm-up off the capture (PyTorch's recipe for graphs)
+                for st in sets:
+                    call(st)
+            torch.cuda.current_stream().wait_stream(side)
+            sync()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.outs = [call(st) for st in sets]
+        sync()
+
+    def fill(self, sets: list[list[Any]]) -> None:
+        import torch
+
+        for slot, new in zip(self.slots, sets):
+            for a, b in zip(slot, new):
+                if isinstance(a, torch.Tensor):
+                    a.copy_(b)
+
+
 def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
           save: Callable[[int, list[int], list[Any]], None], sync: Callable[[], None],
           recorder_factory: Callable[[], Any], warm: Callable[[], None] = lambda: None) -> Any:
@@ -210,30 +298,52 @@ def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[
     import torch
 
     recs: list[Any] = []
+    graph: _Graph | None = None
     while True:
         msg = chan.recv()
         if "end" in msg:
             return recs
+        if "capture" in msg:
+            try:
+                graph = _Graph(call, load(msg), sync)
+                chan.send({"captured": len(graph.slots)})
+            except Exception:  # noqa: BLE001 - a forward that cannot be captured is timed by wall clock
+                graph = None
+                torch.cuda.synchronize()
+                chan.send({"captured": 0})
+            continue
         k = msg["stage"]
+        device_round = bool(msg.get("device")) and graph is not None
         sets = load(msg) if k >= 0 else []
+        if device_round:
+            graph.fill(sets)
+            del sets
         warm()  # staging left the device idle: bring its clocks up before the clock starts
         sync()
         chan.send({"staged": k})
         go = chan.recv()
         if go.get("go") != k:
             raise ProtocolError(f"expected go {k}")
-        outs: list[Any] = [None] * len(sets)
-        rec = recorder_factory() if go.get("record") else contextlib.nullcontext()
-        with torch.no_grad(), rec:
-            for i, inputs in enumerate(sets):
-                outs[i] = call(inputs)
+        if device_round:
+            for _ in range(int(go.get("passes", 1))):
+                graph.graph.replay()
             sync()
-        if go.get("record"):
-            recs.append(rec)
+            outs: list[Any] = list(graph.outs)
+        else:
+            outs = [None] * len(sets)
+            rec = recorder_factory() if go.get("record") else contextlib.nullcontext()
+            with torch.no_grad(), rec:
+                for i, inputs in enumerate(sets):
+                    outs[i] = call(inputs)
+                sync()
+            if go.get("record"):
+                recs.append(rec)
         chan.send({"done": k})
         order = chan.recv()
         save(k, list(order.get("which", [])), outs)
-        del outs, sets
+        del outs
+        if not device_round:
+            del sets
         chan.send({"saved": k})
 
 

@@ -382,6 +382,7 @@ class Server:
             return self._done(res, "bad_spec", "the spec's Model or inputs failed: "
                               + prep_msg.get("reference_error", "no report"), t0)
         res["plan"] = prep["plan"]
+        res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
         res["timings_s"].update(prep.get("timings_s", {}))
         # 2. the static policy, before any candidate code runs anywhere
         if job.get("policy", True):
@@ -391,13 +392,17 @@ class Server:
                 return self._done(res, "rejected", "static policy: " + "; ".join(found[:6]), t0)
         timed = prep["timed"]
         devgen = bool(prep.get("devgen"))
+        # Device time by graph replay needs the inputs made on the device (both contenders alike).
+        graphs = devgen and self.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
+        slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if graphs else 0
         if devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
             plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
         else:
             plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
                                                 int(_STAGE_TOTAL_MB * 2**20))
         # 3. the baseline, before the candidate exists, under this server's clock
-        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device], sort_keys=True)
+        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device, graphs],
+                         sort_keys=True)
         if timed is not None:
             if key in self.baselines:
                 res["baseline"] = self.baselines[key]
@@ -410,9 +415,10 @@ class Server:
                     return self._done(res, "bad_spec", "the spec's Model failed: " + ready["reference_error"], t0)
                 try:
                     null_s = _rounds.null_round(ref, deadline_ref)
-                    stats, _, _ = _rounds.drive(ref, plan, deadline_ref,
-                                                lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)},
-                                                null_s=null_s, judge=False, record=False)
+                    base_seeds = lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)}  # noqa: E731
+                    stats, _, _ = _rounds.drive(ref, plan, deadline_ref, base_seeds, null_s=null_s, judge=False,
+                                                record=False, device_stage=base_seeds if graphs else None,
+                                                device_slots_n=slots)
                 except _rounds.RoundFailure as e:
                     return self._done(res, "bad_spec", "the spec's Model failed: "
                                       + e.msg.get("reference_error", ""), t0)
@@ -449,13 +455,15 @@ class Server:
                     res["isolation"] = self._verify_isolation(cand.watch_pid, msg["isolated"])
                 elif "timing" in msg and timed is not None and msg["timing"] == timed and "timing" not in res:
                     t2 = time.perf_counter()
-                    stage_fn = (lambda k, r: {"stage": k, "seeds": self._seeds(1, k, r)}) if devgen else stager
+                    cand_seeds = lambda k, r: {"stage": k, "seeds": self._seeds(1, k, r)}  # noqa: E731
+                    stage_fn = cand_seeds if devgen else stager
                     stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_fn, null_s=null_s,
                                                          idle_check=lambda: self._idle(cand.watch_pid),
                                                          # without a mount namespace and a uid of its own the
                                                          # candidate could read `pending`: no staging ahead
                                                          ahead=stager.ahead if self.isolate and not devgen
-                                                         else None)
+                                                         else None, device_stage=cand_seeds if graphs else None,
+                                                         device_slots_n=slots)
                     res["timings_s"]["timing"] = time.perf_counter() - t2
                     for name, v in stats.pop("phases_s", {}).items():
                         res["timings_s"]["rounds_" + name] = v
