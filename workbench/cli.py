@@ -1,30 +1,40 @@
-"""`workbench` command line: eval, optimize, kb, profile (subsystems register their own verbs)."""
+"""`workbench` command line: eval, optimize, lower, suite, kb, profile."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
+from typing import Any, Callable
 
-# Subsystems that add verbs; each module has `register(subparsers)`. Imported lazily and skipped
-# with a warning when the module is absent, so one part's breakage does not take the CLI down.
-_SUBSYSTEMS = ("workbench.harness.cli", "workbench.search.cli", "retrieval.cli", "profiling.cli",
-               "workbench.suites.cli")
-_SUBSYSTEMS += ("workbench.lowering.cli",)  # `workbench lower` (issue 16)
+from profiling import cli as profiling_cli
+from retrieval import cli as retrieval_cli
+from workbench.harness import cli as harness_cli
+from workbench.lowering import cli as lowering_cli
+from workbench.search import cli as search_cli
+from workbench.suites import cli as suites_cli
+
+# Every verb, in the order --help lists them -> the `register(subparsers)` of the part that owns it, which adds
+# the verb and its own sub-verbs to the parser.
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "eval": harness_cli.register,
+    "optimize": search_cli.register,
+    "lower": lowering_cli.register,
+    "suite": suites_cli.register,
+    "kb": retrieval_cli.register,
+    "profile": profiling_cli.register,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _SUBSYSTEMS:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue  # that subsystem is not part of this installation
-            raise
-        mod.register(sub)
+    for verb, register in COMMANDS.items():
+        before = set(sub.choices)
+        register(sub)
+        added = set(sub.choices) - before
+        if added != {verb}:
+            raise RuntimeError(f"{register.__module__}.register added {sorted(added)}, the table says {verb!r}")
     return parser
 
 
