@@ -104,7 +104,9 @@ def main() -> int:
 
     traces = [t for t in TRACES if os.path.lexists(t)]
     leftover = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout.splitlines()
-    leftover = [line for line in leftover if line.split() and 61000 <= int(line.split()[0]) < 61512]
+    from workbench.harness.sandbox import UID_BASE, UID_SLOTS
+
+    leftover = [line for line in leftover if line.split() and UID_BASE <= int(line.split()[0]) < UID_BASE + UID_SLOTS]
     summary = {"false_positives": false_pos, "false_negatives": false_neg, "traces_left": traces,
                "candidate_uid_processes_left": leftover,
                "overhead_median_s": statistics.median(overhead) if overhead else None,
