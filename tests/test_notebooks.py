@@ -46,12 +46,12 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     dirty = [i for i, c in enumerate(raw["cells"]) if c["cell_type"] == "code"
              and (c.get("outputs") or c.get("execution_count") is not None or "execution" in c.get("metadata", {}))]
     assert not dirty, (f"{path.name}: cells {dirty} carry outputs or execution counts; strip them before committing: "
-                       f"python -m workbench.notebook.strip {path.relative_to(ROOT)}")
+                       f"python tools/strip_notebooks.py {path.relative_to(ROOT)}")
     assert "widgets" not in raw.get("metadata", {}), f"{path.name}: stored widget state in the notebook metadata"
 
 
 def test_strip_removes_what_a_run_adds(tmp_path: Path) -> None:
-    from workbench.notebook.strip import main
+    from tools.strip_notebooks import main
 
     nb = json.loads(NOTEBOOKS[0].read_text())
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code")

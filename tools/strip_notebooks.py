@@ -1,6 +1,6 @@
 """Strip what running a notebook adds (outputs, execution counts, timings, widget state) before a commit.
 
-    python -m workbench.notebook.strip notebooks/03_trace_inspector.ipynb [more.ipynb ...]
+    python tools/strip_notebooks.py notebooks/03_trace_inspector.ipynb [more.ipynb ...]
 
 tests/test_notebooks.py fails on a committed notebook that carries any of these: outputs are made by running
 the notebook (CI does, on every push), and stored ones grow the repository by 50-150 KB per notebook.
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("tools.strip_notebooks")
 _RUN_METADATA = ("execution", "collapsed", "scrolled")
 
 
@@ -44,7 +44,7 @@ def strip_file(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.notebook.strip", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python tools/strip_notebooks.py", description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from dispatch_tables import CASES, dispatcher_class, shipped_path, table_text  # noqa: E402
-
-sys.path.remove(str(ROOT / "tools"))
+from tools.dispatch_tables import CASES, ROOT, dispatcher_class, shipped_path, table_text
 
 
 @pytest.mark.parametrize("case", CASES)
