@@ -15,7 +15,7 @@ from dataclasses import dataclass
 LEVELS: tuple[str, ...] = ("general", "platform", "architecture", "code_sample")
 PLATFORMS: tuple[str, ...] = ("cuda", "rocm", "cpu-interpreter", "any")
 
-# Names people (and `workbench.platforms.Platform`) use for a platform -> the tag we store.
+# Names people (and `platforms.Platform`) use for a platform -> the tag we store.
 _PLATFORM_ALIASES = {
     "cuda": "cuda",
     "nvidia": "cuda",
