@@ -41,7 +41,6 @@ for case in sys.argv[1:]:
 print(json.dumps(out))
 """
 
-@pytest.mark.slow
 def test_a_case_study_installed_from_a_wheel_keeps_its_dispatch(tmp_path):
     src = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
