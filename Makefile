@@ -47,14 +47,14 @@ endif
 # workbench alone into an environment that brings its own torch.
 $(STAMPS)/.base: pyproject.toml constraints.txt | $(NEED_PY)
 	@if [ "$(OWN_TORCH)" = yes ]; then \
-		echo "installing the workbench alone into $$($(PY) -c 'import sys; print(sys.prefix)'), with its torch" \
-			"$$($(PY) -c 'import torch; print(torch.__version__)')"; \
-		$(PIP) install -q --no-deps --no-build-isolation -e . && \
 		$(PY) -c 'import importlib.util as u, sys; m = [n for n in sys.argv[1:] if u.find_spec(n) is None]; \
 			sys.exit(f"missing in this environment: {m}" if m else 0)' $(CORE) && \
 		mkdir -p $(STAMPS) && { grep -vE '^(torch|triton|numpy)\b' constraints.txt; $(PY) -c 'import numpy, torch, \
 			triton; print(f"torch=={torch.__version__}\ntriton=={triton.__version__}\nnumpy=={numpy.__version__}")'; \
-			} > $(STAMPS)/constraints.txt; \
+			} > $(STAMPS)/constraints.txt && \
+		echo "installing the workbench alone into $$($(PY) -c 'import sys; print(sys.prefix)'), keeping its" \
+			$$(grep -E '^(torch|triton|numpy)==' $(STAMPS)/constraints.txt) && \
+		$(PIP) install -q --no-deps --no-build-isolation -e .; \
 	else \
 		$(PIP) install -q -e . $(PIN); \
 	fi
