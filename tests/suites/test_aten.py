@@ -45,7 +45,7 @@ def run(tmp_path_factory):
     seeds.mkdir()
     (seeds / "abs__float32.py").write_text(UNARY.format(expr="tl.abs(x)"))
     (seeds / "neg__float32.py").write_text(UNARY.format(expr="x"))  # wrong on purpose: the identity
-    return run_aten(ops="abs,neg", dtypes="float32", seed="none", seed_dir=seeds, device="cpu", trials=1,
+    return run_aten(ops="abs,neg", dtypes="float32", draft="none", seed_dir=seeds, device="cpu", trials=1,
                     run_dir=base / "runs", progress=False)
 
 

@@ -12,7 +12,7 @@ def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("kb")
     root = write_problems(base / "kb", broken=True)
     seeds = write_candidates(base / "seeds", ["1_Add", "2_ReLU", "3_Scale", "5_Sub"])  # none for 4_Mul
-    return run_kernelbench(root, levels="1", seed="none", seed_dir=seeds, device="cpu", workers=2,
+    return run_kernelbench(root, levels="1", draft="none", seed_dir=seeds, device="cpu", workers=2,
                            run_dir=base / "runs", prepare_timeout_s=20, trials=1, progress=False)
 
 
@@ -65,7 +65,7 @@ def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(SuiteError, match="level2"):
         run_kernelbench(tmp_path / "kb", levels="1,2", device="cpu")
     with pytest.raises(SuiteError, match="--seed"):
-        run_kernelbench(tmp_path / "kb", levels="1", seed="magic", device="cpu")
+        run_kernelbench(tmp_path / "kb", levels="1", draft="magic", device="cpu")
 
 
 def test_resume_of_a_finished_run_runs_nothing(run, capsys):
@@ -82,7 +82,7 @@ def test_resume_of_a_finished_run_runs_nothing(run, capsys):
 def test_budget_runs_the_search_from_the_seed(tmp_path):
     root = write_problems(tmp_path / "kb", ["3_Scale"])
     seeds = write_candidates(tmp_path / "seeds", ["3_Scale"])
-    out = run_kernelbench(root, levels="1", seed="none", seed_dir=seeds, budget=1, device="cpu", trials=1,
+    out = run_kernelbench(root, levels="1", draft="none", seed_dir=seeds, budget=1, device="cpu", trials=1,
                           run_dir=tmp_path / "runs", progress=False, max_elems=4096)
     p = out.problems[0]
     assert p["correct"] and p["evaluations"] == 2 and p["search"]["stop"] == "budget_evals"
@@ -102,7 +102,7 @@ def test_an_evaluator_that_cannot_start_stops_the_run_and_loses_nothing(tmp_path
     root = write_problems(tmp_path / "kb", ["1_Add", "2_ReLU"])
     seeds = write_candidates(tmp_path / "seeds", ["1_Add", "2_ReLU"])
     with pytest.raises(SuiteError, match="evaluator failed to start: RuntimeError: The current node"):
-        run_kernelbench(root, levels="1", seed="none", seed_dir=seeds, device="cpu", evaluator="ray",
+        run_kernelbench(root, levels="1", draft="none", seed_dir=seeds, device="cpu", evaluator="ray",
                         run_dir=tmp_path / "runs", progress=False)
     (store_path,) = (tmp_path / "runs").glob("*/suite.sqlite")
     with SuiteStore(store_path) as store:

@@ -38,7 +38,7 @@ def test_sigkill_then_resume(tmp_path):
     root = write_problems(tmp_path / "kb", NAMES)
     seeds = write_candidates(tmp_path / "seeds", NAMES)
     runs = tmp_path / "runs"
-    proc = suite(["--root", str(root), "--levels", "1", "--seed", "none", "--seed-dir", str(seeds), "--device", "cpu",
+    proc = suite(["--root", str(root), "--levels", "1", "--draft", "none", "--seed-dir", str(seeds), "--device", "cpu",
                   "--run-dir", str(runs), "--trials", "1", "--no-progress"])
     try:
         deadline = time.monotonic() + 600

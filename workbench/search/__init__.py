@@ -2,17 +2,19 @@
 
 ```python
 import workbench
-run = workbench.optimize("examples/vector_add/spec.py", seeds=["examples/vector_add/candidate.py"],
-                         policy="greedy", llm="none", budget=12, device="cpu")
+from workbench.search import SearchConfig
+cfg = SearchConfig(spec_path="examples/vector_add/spec.py", seeds=["examples/vector_add/candidate.py"],
+                   policy="greedy", llm="none", budget=12, device="cpu")
+run = workbench.optimize(config=cfg)  # or keyword overrides: optimize(spec, seeds=[...], budget=12)
 run.best.fitness, run.history(), run.plot(), run.explorer()
 ```
 """
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.search.config import SearchConfig, SearchError
 from workbench.search.termination import Limits, Stop
@@ -21,115 +23,73 @@ __all__ = ["Limits", "SearchConfig", "SearchError", "Stop", "load_run", "optimiz
 
 
 def optimize(
-    spec: str | Path,
+    spec: str | Path | None = None,
+    config: SearchConfig | None = None,
     *,
-    seeds: Sequence[str | Path] = (),
-    policy: str = "greedy",
-    llm: str = "none",
-    budget: int | None = 20,
-    workers: int = 1,
-    device: str = "auto",
-    evaluator: Any = "local",
-    ray_address: str | None = None,
-    retrieval: bool = True,
-    overrides: dict[str, Any] | None = None,
-    shapes: Sequence[str] | None = None,
-    run_dir: str | Path = "runs",
     resume: str | None = None,
-    max_wall_s: float | None = None,
-    max_tokens: int | None = None,
-    stall: int | None = None,
-    fitness_target: float | None = None,
-    trials: int = 3,
-    timeout_s: float = 300.0,
-    rng_seed: int = 0,
-    policy_options: dict[str, Any] | None = None,
-    llm_options: dict[str, Any] | None = None,
-    offline_share: float = 0.25,
-    llm_max_new_tokens: int = 2048,
-    llm_temperature: float = 0.7,
-    llm_step: dict[str, Any] | None = None,
-    max_rejected: int | None = 60,
+    evaluator: Any = None,
     operator: Any = None,
     progress: bool = True,
+    **overrides: Any,
 ):  # -> Run
     """Search for a faster correct kernel for `spec`; returns a `workbench.search.run.Run`.
 
-    `evaluator` is a backend name (`local`, `ray`) or an `Evaluator` instance to reuse (not closed here).
-    `operator` may be an `Operator` instance (tests, custom operators); by default it follows `llm`.
-    `llm_step` holds the LLM step's options (repairs, prechecks, edits, best_of, temperatures, samples,
-    context_window: `workbench.search.operators.LLMStepConfig`); `max_rejected` bounds the proposals
-    turned away before the harness, which do not spend `budget`.
-    `resume` continues a stopped run by id (budgets and workers given here replace the stored ones).
+    `config` is the search's `SearchConfig` (default: its defaults for `spec`); keyword `overrides` are
+    SearchConfig fields applied on top with `dataclasses.replace` (`budget=6`, `seeds=[...]`, ...).
+    `resume` continues a stopped run by id: the overrides (only `RESUMABLE` fields, plus `run_dir` to find
+    it) replace those fields of the stored config, nothing else changes; give no `config` with it.
+    Not configuration, so not fields: `evaluator` may be an `Evaluator` instance to reuse (not closed here;
+    a string is the `evaluator` field), `operator` an `Operator` instance (tests, custom operators; by
+    default it follows `llm`), `progress` the progress bar.
     """
     from workbench.search.engine import SearchEngine
 
-    cfg = SearchConfig(
-        spec_path=str(spec),
-        seeds=[str(s) for s in seeds],
-        policy=policy,
-        policy_options=dict(policy_options or {}),
-        llm=llm,
-        llm_options=dict(llm_options or {}),
-        offline_share=offline_share,
-        llm_max_new_tokens=llm_max_new_tokens,
-        llm_temperature=llm_temperature,
-        llm_step=dict(llm_step or {}),
-        budget=budget,
-        max_rejected=max_rejected,
-        max_wall_s=max_wall_s,
-        max_tokens=max_tokens,
-        stall=stall,
-        fitness_target=fitness_target,
-        workers=workers,
-        device=device,
-        evaluator=evaluator if isinstance(evaluator, str) else "local",
-        ray_address=ray_address,
-        retrieval=retrieval,
-        overrides=dict(overrides or {}),
-        shapes=list(shapes) if shapes else None,
-        trials=trials,
-        timeout_s=timeout_s,
-        run_dir=str(run_dir),
-        rng_seed=rng_seed,
-    )
-    changes = None
-    if resume is not None:  # only what the caller changed from the defaults replaces the stored config
-        from workbench.search.engine import RESUMABLE
-
-        defaults = {k: v.default for k, v in inspect.signature(optimize).parameters.items()}
-        names = {
-            "budget": "budget",
-            "max_wall_s": "max_wall_s",
-            "max_tokens": "max_tokens",
-            "stall": "stall",
-            "fitness_target": "fitness_target",
-            "workers": "workers",
-            "evaluator": "evaluator",
-            "ray_address": "ray_address",
-            "timeout_s": "timeout_s",
-        }
-        given = dict(
-            budget=budget,
-            max_wall_s=max_wall_s,
-            max_tokens=max_tokens,
-            stall=stall,
-            fitness_target=fitness_target,
-            workers=workers,
-            evaluator=cfg.evaluator,
-            ray_address=ray_address,
-            timeout_s=timeout_s,
-        )
-        changes = {names[k]: v for k, v in given.items() if v != defaults[k] and names[k] in RESUMABLE}
+    if isinstance(evaluator, str):
+        overrides["evaluator"] = evaluator
+        evaluator = None
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(SearchConfig)})
+    if unknown:
+        raise SearchError(f"unknown search option(s) {unknown}: expected SearchConfig fields")
+    overrides = _normalised(overrides)
+    if resume is not None:
+        if config is not None:
+            raise SearchError("resume takes the changes as keywords, not a config")
+        cfg = SearchConfig(spec_path=str(spec or ""), run_dir=overrides.get("run_dir", "runs"))
+        changes: dict[str, Any] | None = {k: v for k, v in overrides.items() if k != "run_dir"}
+    else:
+        if config is None:
+            if spec is None:
+                raise SearchError("give a spec to optimize (or resume=RUN)")
+            config = SearchConfig(spec_path=str(spec))
+        elif spec is not None and str(spec) != config.spec_path:
+            overrides["spec_path"] = str(spec)
+        cfg = dataclasses.replace(config, **overrides)
+        changes = None
     engine = SearchEngine(
         cfg,
-        evaluator=None if isinstance(evaluator, str) else evaluator,
+        evaluator=evaluator,
         operator=operator,
         resume=resume,
         progress=progress,
         resume_changes=changes,
     )
     return engine.run()
+
+
+def _normalised(values: dict[str, Any]) -> dict[str, Any]:
+    """Paths as strings and sequences as lists, as the config stores them (it is saved as JSON)."""
+    out = dict(values)
+    for name in ("spec_path", "run_dir"):
+        if name in out:
+            out[name] = str(out[name])
+    if "seeds" in out:
+        out["seeds"] = [str(s) for s in out["seeds"]]
+    if out.get("shapes") is not None:
+        out["shapes"] = list(out["shapes"]) or None
+    for name in ("overrides", "policy_options", "llm_options", "llm_step"):
+        if name in out:
+            out[name] = dict(out[name] or {})
+    return out
 
 
 def load_run(run_id: str, run_dir: str | Path = "runs"):  # -> Run

@@ -6,10 +6,11 @@ import ast
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.options import option
 from workbench.search.policies import POLICIES
 from workbench.search.termination import Limits
 
@@ -20,37 +21,72 @@ class SearchError(ValueError):
     """Bad input to a search (unknown policy, missing spec, unusable seed...): one clear message."""
 
 
+def parse_set(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
+    """`NAME=VALUE` pairs (values as Python literals when they parse, else strings); `flag` names the option."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise SearchError(f"{flag} expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[name.strip()] = raw
+    return out
+
+
 @dataclass
 class SearchConfig:
-    spec_path: str
-    seeds: list[str] = field(default_factory=list)  # candidate files to start from
-    policy: str = "greedy"  # greedy | mcts | evolve
-    policy_options: dict[str, Any] = field(default_factory=dict)
-    llm: str = "none"  # none | openai | transformers
-    llm_options: dict[str, Any] = field(default_factory=dict)  # model, base_url...; keys come from env
-    offline_share: float = 0.25  # share of LLM-run expansions given to the tuner
-    llm_max_new_tokens: int = 2048  # per reply; prompt + reply must fit the model's context
-    llm_temperature: float = 0.7
-    # the LLM step's options (workbench.search.operators.LLMStepConfig: repairs, prechecks, edits,
-    # best_of, temperatures, samples, context_window); empty: its defaults
-    llm_step: dict[str, Any] = field(default_factory=dict)
-    budget: int | None = 20  # nodes after the seeds
-    max_wall_s: float | None = None
-    max_tokens: int | None = None
-    stall: int | None = None
-    max_rejected: int | None = 60  # proposals turned away before the harness (they cost no evaluation)
-    fitness_target: float | None = None
-    workers: int = 1
-    device: str = "auto"  # auto | cpu | cuda
-    evaluator: str = "local"  # local | ray
-    ray_address: str | None = None
-    retrieval: bool = True
-    overrides: dict[str, Any] = field(default_factory=dict)  # spec module constants (--set)
-    shapes: list[str] | None = None  # named shapes each evaluation checks (None: all the spec declares)
-    trials: int = 3
-    timeout_s: float = 300.0
-    run_dir: str = "runs"
-    rng_seed: int = 0
+    """Everything a search is given: `optimize(spec, config)`, `workbench optimize`'s flags (one per field,
+    generated from the metadata here) and what the run saves to resume.
+
+    "seed" names two things here and nothing else: `seeds`, the seed candidate files the graph starts from
+    (`--seed CANDIDATE`), and `rng_seed`, the seed of the search's random choices (`--rng-seed`).
+    """
+
+    spec_path: str = option(help="the spec file (KernelBench format)", cli=False)  # the positional SPEC
+    seeds: list[str] = option(default_factory=list, flag="--seed", kind="append", metavar="CANDIDATE",
+                              help="a seed candidate kernel file to start from (repeatable); 'lower' lowers the "
+                                   "spec to one (workbench lower)")
+    policy: str = option("greedy", choices=POLICIES, help="selection policy")
+    policy_options: dict[str, Any] = option(default_factory=dict, flag="--policy-option", kind="pairs",
+                                            parse=lambda v: parse_set(v, "--policy-option"),
+                                            help="an option of the policy (repeatable), e.g. c=1.4 for mcts")
+    llm: str = option("none", choices=LLM_CHOICES, help="the operator's model (none: the offline tuner)")
+    llm_options: dict[str, Any] = option(default_factory=dict, flag="--llm-option", kind="pairs",
+                                         parse=lambda v: parse_set(v, "--llm-option"),
+                                         help="an LLM provider option (repeatable): model=..., base_url=...; "
+                                              "keys come from the environment, never from here")
+    offline_share: float = option(0.25, help="share of LLM-run expansions given to the offline tuner")
+    llm_max_new_tokens: int = option(2048, flag="--max-new-tokens",
+                                     help="LLM reply length limit (prompt + reply must fit the model's context)")
+    llm_temperature: float = option(0.7, flag="--temperature", help="LLM sampling temperature")
+    llm_step: dict[str, Any] = option(default_factory=dict, kind="pairs",
+                                      parse=lambda v: parse_set(v, "--llm-step"),
+                                      help="an LLM step option (repeatable): best_of=2, temperatures=[0.2,0.8], "
+                                           "edits=region|search_replace|off, repairs=False, prechecks=False, "
+                                           "samples=ops|off, context_window=4096")
+    budget: int | None = option(20, help="nodes to create after the seeds")
+    max_wall_s: float | None = option(None, flag="--wall", metavar="SECONDS", help="wall-time budget")
+    max_tokens: int | None = option(None, flag="--tokens", help="LLM token budget")
+    stall: int | None = option(None, metavar="K", help="stop after K evaluations without improvement")
+    max_rejected: int | None = option(60, help="proposals rejected before evaluation (they cost no evaluation) "
+                                               "before the search stops")
+    fitness_target: float | None = option(None, flag="--target", metavar="FITNESS",
+                                          help="stop once this fitness is reached")
+    workers: int = option(1, help="evaluations in flight (a suite: problems in parallel too)")
+    device: str = option("auto", choices=("auto", "cpu", "cuda"), help="where candidates run")
+    evaluator: str = option("local", choices=("local", "ray"), help="the evaluator backend")
+    ray_address: str | None = option(None, metavar="ADDR", help="Ray cluster address (with --evaluator ray)")
+    retrieval: bool = option(True, kind="flag", help="prompts without retrieved knowledge")
+    overrides: dict[str, Any] = option(default_factory=dict, flag="--set", kind="pairs", parse=parse_set,
+                                       help="override a module-level constant of the spec (repeatable)")
+    shapes: list[str] | None = option(None, kind="csv", help="named shapes each evaluation checks (default: all "
+                                                              "the spec declares)")
+    trials: int = option(3, help="timing trials per evaluation")
+    timeout_s: float = option(300.0, flag="--timeout", metavar="SECONDS", help="seconds per evaluation")
+    run_dir: str = option("runs", help="where runs/<run>/ and the memory live")
+    rng_seed: int = option(0, help="seed of the search's random choices")
 
     def validate(self) -> None:
         if self.policy not in POLICIES:
@@ -100,20 +136,6 @@ class SearchConfig:
     def from_dict(cls, d: dict[str, Any]) -> "SearchConfig":
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def parse_set(items: list[str] | None) -> dict[str, Any]:
-    """`NAME=VALUE` pairs (values as Python literals when they parse, else strings)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, raw = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise SearchError(f"--set expects NAME=VALUE, got {item!r}")
-        try:
-            out[name.strip()] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            out[name.strip()] = raw
-    return out
 
 
 def check_spec(path: str | Path) -> str:

@@ -9,6 +9,7 @@ loses no evaluated node and `resume` re-submits the pending ones.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -76,12 +77,13 @@ class SearchEngine:
                 raise SearchError(f"no run {resume!r} in {self.memory.path}")
             stored = SearchConfig.from_dict(info.config)
             # what a resumption may change: budgets, parallelism, the backend; never the problem itself
-            for name, value in (resume_changes or {}).items():
-                if name not in RESUMABLE:
-                    raise SearchError(f"{name} cannot change on resume (only {', '.join(RESUMABLE)})")
-                setattr(stored, name, value)
-            stored.run_dir = config.run_dir
-            config = stored
+            changes = dict(resume_changes or {})
+            fixed = sorted(k for k, v in changes.items() if k not in RESUMABLE and getattr(stored, k) != v)
+            if fixed:
+                raise SearchError(f"{', '.join(fixed)} cannot change on resume (only {', '.join(RESUMABLE)})")
+            # exactly the fields the caller gave, on the stored config; run_dir is where it was found
+            changes["run_dir"] = config.run_dir
+            config = dataclasses.replace(stored, **changes)
         config.validate()
         self.cfg = config
         self.spec_source = check_spec(config.spec_path)

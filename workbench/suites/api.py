@@ -1,10 +1,15 @@
-"""The suites in Python: `run_kernelbench(...)` and `run_aten(...)`, the same as `workbench suite ...`."""
+"""The suites in Python: `run_kernelbench(...)` and `run_aten(...)`, the same as `workbench suite ...`.
+
+Both take a `SuiteConfig` and/or keyword options: `SuiteConfig` fields (`draft`, `seed_dir`, `budget`,
+`levels`, ...) and the search settings of `SUITE_SEARCH_FIELDS` (`llm`, `device`, `workers`, `trials`, ...),
+applied with `dataclasses.replace`. With `resume`, the keyword options are exactly what changes.
+"""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from workbench.suites.config import DEFAULT_CPU_MAX_ELEMS, SuiteConfig
+from workbench.suites.config import DEFAULT_CPU_MAX_ELEMS, SuiteConfig, split
 from workbench.suites.problems import SuiteError, kernelbench_problems, parse_levels
 from workbench.suites.runner import SuiteRun, new_run_id, run_suite
 
@@ -19,51 +24,58 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _common(device: str, max_elems: int | None, compile_baseline: bool | None) -> tuple[str, int | None, bool]:
-    dev = resolve_device(device)
-    if max_elems is None and dev == "cpu":
-        max_elems = DEFAULT_CPU_MAX_ELEMS  # the interpreter: reduced sizes unless told otherwise
-    return dev, max_elems, (dev == "cuda") if compile_baseline is None else compile_baseline
+def _flat(options: dict[str, Any]) -> dict[str, Any]:
+    """Split options flattened again (the deprecated `seed=` mapped to `draft=`, unknown names refused)."""
+    parts = split(options)
+    return {**{k: v for k, v in parts.items() if k != "search"}, **parts.get("search", {})}
 
 
-def run_kernelbench(root: str | Path | None = None, *, levels: Sequence[int] | str | None = None,
-                    problems: str | None = None, seed: str = "lower", seed_dir: str | Path | None = None,
-                    llm: str = "none", llm_options: dict[str, Any] | None = None, llm_max_new_tokens: int = 2048,
-                    budget: int = 0, device: str = "auto", workers: int = 1, evaluator: str = "local",
-                    run_dir: str | Path = "runs/suites", resume: str | None = None, max_elems: int | None = None,
-                    timeout_s: float = 300.0, prepare_timeout_s: float = 120.0, trials: int = 3,
-                    compile_baseline: bool | None = None, progress: bool = True,
-                    retry_failed: bool = False) -> SuiteRun:
+def _configure(suite: str, config: SuiteConfig | None, options: dict[str, Any]) -> SuiteConfig:
+    """The config of a new run: `config` (or the defaults) with `options`, the device resolved."""
+    for name in ("root", "seed_dir"):
+        if options.get(name) is not None:
+            options[name] = str(options[name])
+    for name in ("ops", "dtypes"):
+        if isinstance(options.get(name), str):
+            options[name] = [x for x in options[name].split(",") if x] or None
+        elif options.get(name) is not None:
+            options[name] = list(options[name]) or None
+    if "levels" in options:
+        options["levels"] = parse_levels(options["levels"])
+    cfg = (config or SuiteConfig(suite=suite)).replace(suite=suite, **options)
+    dev = resolve_device(cfg.search.device)
+    changes: dict[str, Any] = {"device": dev}
+    if cfg.max_elems is None and dev == "cpu" and suite == "kernelbench":
+        changes["max_elems"] = DEFAULT_CPU_MAX_ELEMS  # the interpreter: reduced sizes unless told otherwise
+    if cfg.compile_baseline is None:
+        changes["compile_baseline"] = dev == "cuda"
+    cfg = cfg.replace(**changes)
+    cfg.validate()
+    return cfg
+
+
+def run_kernelbench(root: str | Path | None = None, config: SuiteConfig | None = None, *,
+                    resume: str | None = None, run_dir: str | Path = "runs/suites", progress: bool = True,
+                    retry_failed: bool = False, **options: Any) -> SuiteRun:
     """Run (or `resume`) KernelBench problems from `root` (`<root>/level<L>/<N>_<Name>.py`).
 
     On the CPU the problems are auto-sized to `max_elems` (default 64 Ki elements per tensor); on a GPU
     they keep their published sizes unless `max_elems` is given, and torch.compile is timed too.
     """
     if resume is not None:
-        return run_suite(SuiteConfig(suite="kernelbench"), run_dir=run_dir, resume=resume, progress=progress,
-                         retry_failed=retry_failed, changes=_changes(workers, evaluator, timeout_s, prepare_timeout_s))
-    if root is None:
+        return run_suite(None, run_dir=run_dir, resume=resume, progress=progress, retry_failed=retry_failed,
+                         changes=_flat(options))
+    if root is not None:
+        options["root"] = root
+    cfg = _configure("kernelbench", config, options)
+    if cfg.root is None:
         raise SuiteError("give the KernelBench folder (--root DIR)")
-    dev, max_elems, compile_bl = _common(device, max_elems, compile_baseline)
-    cfg = SuiteConfig(suite="kernelbench", root=str(root), levels=parse_levels(levels), problems=problems, seed=seed,
-                      seed_dir=str(seed_dir) if seed_dir else None, llm=llm, llm_options=dict(llm_options or {}),
-                      llm_max_new_tokens=llm_max_new_tokens, budget=budget, device=dev, workers=workers,
-                      evaluator=evaluator, max_elems=max_elems,
-                      timeout_s=timeout_s, prepare_timeout_s=prepare_timeout_s, trials=trials,
-                      compile_baseline=compile_bl)
-    cfg.validate()
-    found = kernelbench_problems(root, cfg.levels, problems)
+    found = kernelbench_problems(cfg.root, cfg.levels, cfg.problems)
     return run_suite(cfg, found, run_dir=run_dir, progress=progress)
 
 
-def run_aten(*, ops: Sequence[str] | str | None = None, dtypes: Sequence[str] | str = ("float32",),
-             seed: str = "lower", seed_dir: str | Path | None = None, llm: str = "none",
-             llm_options: dict[str, Any] | None = None, llm_max_new_tokens: int = 2048, budget: int = 0,
-             device: str = "auto", workers: int = 1,
-             evaluator: str = "local", run_dir: str | Path = "runs/suites", resume: str | None = None,
-             max_samples: int | None = None, timeout_s: float = 300.0, prepare_timeout_s: float = 120.0,
-             trials: int = 3, compile_baseline: bool | None = None, progress: bool = True,
-             retry_failed: bool = False) -> SuiteRun:
+def run_aten(config: SuiteConfig | None = None, *, resume: str | None = None, run_dir: str | Path = "runs/suites",
+             progress: bool = True, retry_failed: bool = False, **options: Any) -> SuiteRun:
     """Run (or `resume`) the OpInfo ATen suite: one generated spec per (op, dtype), every sample must pass.
 
     `ops` None means the whole declared in-scope set (`workbench.suites.aten.in_scope_ops`).
@@ -71,32 +83,9 @@ def run_aten(*, ops: Sequence[str] | str | None = None, dtypes: Sequence[str] | 
     from workbench.suites.aten import write_specs
 
     if resume is not None:
-        return run_suite(SuiteConfig(suite="aten"), run_dir=run_dir, resume=resume, progress=progress,
-                         retry_failed=retry_failed, changes=_changes(workers, evaluator, timeout_s, prepare_timeout_s))
-    dev, _, compile_bl = _common(device, None, compile_baseline)
-    op_list = [o for o in ops.split(",") if o] if isinstance(ops, str) else (list(ops) if ops else None)
-    dtype_list = [d for d in dtypes.split(",") if d] if isinstance(dtypes, str) else list(dtypes)
-    cfg = SuiteConfig(suite="aten", ops=op_list, dtypes=dtype_list, seed=seed,
-                      seed_dir=str(seed_dir) if seed_dir else None, llm=llm, llm_options=dict(llm_options or {}),
-                      llm_max_new_tokens=llm_max_new_tokens, budget=budget, device=dev, workers=workers,
-                      evaluator=evaluator, max_elems=None,
-                      timeout_s=timeout_s, prepare_timeout_s=prepare_timeout_s, trials=trials,
-                      compile_baseline=compile_bl)
-    cfg.validate()
+        return run_suite(None, run_dir=run_dir, resume=resume, progress=progress, retry_failed=retry_failed,
+                         changes=_flat(options))
+    cfg = _configure("aten", config, options)
     run_id = new_run_id("aten")
-    found = write_specs(Path(run_dir) / run_id / "specs", op_list, dtype_list, max_samples=max_samples)
+    found = write_specs(Path(run_dir) / run_id / "specs", cfg.ops, cfg.dtypes, max_samples=cfg.max_samples)
     return run_suite(cfg, found, run_dir=run_dir, progress=progress, run_id=run_id)
-
-
-def _changes(workers: int, evaluator: str, timeout_s: float, prepare_timeout_s: float) -> dict[str, Any]:
-    """On resume, only what differs from the defaults replaces the stored config."""
-    out: dict[str, Any] = {}
-    if workers != 1:
-        out["workers"] = workers
-    if evaluator != "local":
-        out["evaluator"] = evaluator
-    if timeout_s != 300.0:
-        out["timeout_s"] = timeout_s
-    if prepare_timeout_s != 120.0:
-        out["prepare_timeout_s"] = prepare_timeout_s
-    return out

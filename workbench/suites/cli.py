@@ -5,53 +5,43 @@ import argparse
 import json
 import logging
 import sys
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", default="lower", help="lower (the lowered draft, default) | none")
-    p.add_argument("--seed-dir", default=None, metavar="DIR",
-                   help="candidates named after the problems (<name>.py or level<L>/<name>.py), used when "
-                        "--seed none or when lowering gives nothing")
-    p.add_argument("--llm", default="none", help="the search's operator model: none (offline tuner) | openai | "
-                                                 "transformers")
-    p.add_argument("--max-new-tokens", type=int, default=2048, help="LLM reply length limit")
-    p.add_argument("--budget", type=int, default=0, help="search nodes per problem after the seed (0: the seed only)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    p.add_argument("--workers", type=int, default=1, help="problems (and evaluations) in parallel")
-    p.add_argument("--evaluator", default="local", help="local | ray")
+def _common(p: argparse.ArgumentParser, own: tuple[str, ...]) -> None:
+    # one flag per SuiteConfig field of this suite and per search setting it passes on (SUITE_SEARCH_FIELDS),
+    # generated from the fields' metadata (workbench.options)
+    from workbench.options import add_arguments
+    from workbench.search.config import SearchConfig
+    from workbench.suites.config import COMMON_FIELDS, SUITE_SEARCH_FIELDS, SuiteConfig
+
+    add_arguments(p, SuiteConfig, own + COMMON_FIELDS)
+    add_arguments(p, SearchConfig, SUITE_SEARCH_FIELDS)
+    p.add_argument("--seed", dest="deprecated_seed", default=argparse.SUPPRESS, metavar="lower|none",
+                   help="deprecated: the old name of --draft, kept for one release")
+    # not configuration: where runs live, which one to continue, and what is printed
     p.add_argument("--run-dir", default="runs/suites", help="where suite runs live (default runs/suites)")
-    p.add_argument("--resume", default=None, metavar="RUN", help="continue a stopped run (id or directory)")
+    p.add_argument("--resume", default=None, metavar="RUN",
+                   help="continue a stopped run (id or directory); the flags given replace those fields")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed problems again")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per evaluation")
-    p.add_argument("--prepare-timeout", type=float, default=120.0,
-                   help="seconds per problem to import, size and lower it")
-    p.add_argument("--trials", type=int, default=3, help="correctness trials per evaluation")
-    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines (GPU)")
     p.add_argument("--json", action="store_true", help="print the run's report.json on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from workbench.suites.config import ATEN_FIELDS, KERNELBENCH_FIELDS
+
     p = subparsers.add_parser("suite", help="run and score a suite: KernelBench levels 1-3, OpInfo ATen ops",
                               description="Run a suite of specs through the harness (and the search), "
                                           "resumably, and report fast_p per level.")
     sub = p.add_subparsers(dest="suite", metavar="SUITE")
     kb = sub.add_parser("kernelbench", help="KernelBench problems from a folder (level1..level3)")
-    kb.add_argument("--root", default=None, metavar="DIR", help="the KernelBench folder (holds level1/ ...)")
-    kb.add_argument("--levels", default="1,2,3", help="levels to run (default 1,2,3)")
-    kb.add_argument("--problems", default=None, metavar="1-20,23", help="problem numbers in each level")
-    kb.add_argument("--max-elems", type=int, default=None, metavar="N",
-                    help="largest tensor (elements) after auto-sizing; default 65536 on cpu, published sizes "
-                         "on cuda")
-    _common(kb)
+    _common(kb, KERNELBENCH_FIELDS)
     kb.set_defaults(func=_main)
     at = sub.add_parser("aten", help="OpInfo ATen ops: one generated spec per op and dtype")
-    at.add_argument("--ops", default=None, metavar="A,B", help="OpInfo names (default: the in-scope set)")
-    at.add_argument("--dtypes", default="float32", help="float32,float16,bfloat16 ... (default float32)")
-    at.add_argument("--max-samples", type=int, default=None, help="first N samples of each op (default all)")
-    _common(at)
+    _common(at, ATEN_FIELDS)
     at.set_defaults(func=_main)
     rep = sub.add_parser("report", help="write a run's report files again from its store (nothing runs)")
     rep.add_argument("run", help="the run (id under --run-dir, or its directory)")
@@ -82,21 +72,34 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields the user typed (`--seed X`, deprecated, becomes `--draft X` with a warning)."""
+    from workbench.options import given
+    from workbench.search.config import SearchConfig
+    from workbench.suites.config import SUITE_SEARCH_FIELDS, SuiteConfig
+
+    options = {**given(args, SuiteConfig), **given(args, SearchConfig, SUITE_SEARCH_FIELDS)}
+    if "deprecated_seed" in vars(args):
+        # mapped to draft by the suite's config, which logs the deprecation (and raises a DeprecationWarning)
+        options["seed"] = args.deprecated_seed
+    return options
+
+
 def _main(args: argparse.Namespace) -> int:
+    from workbench.search.config import SearchError
     from workbench.suites import SuiteError, run_aten, run_kernelbench
 
-    common = dict(seed=args.seed, seed_dir=args.seed_dir, llm=args.llm, llm_max_new_tokens=args.max_new_tokens,
-                  budget=args.budget, device=args.device,
-                  workers=args.workers, evaluator=args.evaluator, run_dir=args.run_dir, resume=args.resume,
-                  timeout_s=args.timeout, prepare_timeout_s=args.prepare_timeout, trials=args.trials,
-                  compile_baseline=False if args.no_compile else None, progress=not args.no_progress,
-                  retry_failed=args.retry_failed)
     try:
+        options = _options(args)
+        common = dict(run_dir=args.run_dir, resume=args.resume, progress=not args.no_progress,
+                      retry_failed=args.retry_failed)
         if args.suite == "kernelbench":
-            run = run_kernelbench(args.root, levels=args.levels, problems=args.problems, max_elems=args.max_elems,
-                                  **common)
+            run = run_kernelbench(**common, **options)
         else:
-            run = run_aten(ops=args.ops, dtypes=args.dtypes, max_samples=args.max_samples, **common)
+            run = run_aten(**common, **options)
+    except SearchError as exc:  # a malformed NAME=VALUE option
+        print(f"workbench suite: error: {exc}", file=sys.stderr)
+        return 2
     except SuiteError as exc:
         print(f"workbench suite: error: {exc}", file=sys.stderr)
         return 2

@@ -167,7 +167,7 @@ def _warm_up() -> None:
         torch.nn.Linear(4, 4)(torch.randn(2, 4)).sum()
     try:
         import workbench.lowering  # noqa: F401
-    except ImportError:  # lowering is optional for a suite (--seed none)
+    except ImportError:  # lowering is optional for a suite (--draft none)
         pass
 
 

@@ -11,8 +11,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def prepare_problem(spec_path: str, max_elems: int | None, seed: str, name: str) -> dict[str, Any]:
-    """Runs in the child. Loads the spec, sizes it (when `max_elems`), lowers it (when `seed == "lower"`)."""
+def prepare_problem(spec_path: str, max_elems: int | None, draft: str, name: str) -> dict[str, Any]:
+    """Runs in the child. Loads the spec, sizes it (when `max_elems`), lowers it (when `draft == "lower"`)."""
     from workbench.spec import SpecError, load_spec
     from workbench.suites.sizing import measure, shrink
 
@@ -39,7 +39,7 @@ def prepare_problem(spec_path: str, max_elems: int | None, seed: str, name: str)
         except Exception as exc:  # published sizes: a footprint we cannot measure is only information
             out["sizing"] = {"overrides": {}, "note": f"not measured: {type(exc).__name__}"}
     out["seed_source"], out["seed_diagnosis"], out["seed_ops"] = None, "", []
-    if seed == "lower":
+    if draft == "lower":
         try:
             from workbench.lowering import lower_spec  # lazy: lowering is optional for a suite
         except ImportError as exc:

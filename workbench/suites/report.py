@@ -103,13 +103,16 @@ def summary_table(report: dict[str, Any]) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    cfg = report.get("config") or {}
+    stored = report.get("config") or {}
+    # the suite's fields and its search settings (runs stored before the nesting: one flat dict, `seed`)
+    cfg = {**(stored.get("search") or {}), **stored}  # the suite's budget, not its search template's
+    cfg.setdefault("draft", stored.get("seed"))
     prov = report.get("provenance") or {}
     tp = report.get("throughput") or {}
     lines = [f"# Suite run `{report['run_id']}` ({report.get('suite')})", "",
              f"- device {cfg.get('device')} ({prov.get('gpu') or prov.get('cpu')}), torch {prov.get('torch')}, "
              f"triton {prov.get('triton')}, commit {prov.get('commit')}, {prov.get('date')}",
-             f"- seed {cfg.get('seed')}, budget {cfg.get('budget')}, llm {cfg.get('llm')}, "
+             f"- draft {cfg.get('draft')}, budget {cfg.get('budget')}, llm {cfg.get('llm')}, "
              f"max_elems {cfg.get('max_elems') or 'published sizes'}, workers {cfg.get('workers')} "
              f"({cfg.get('evaluator')})",
              f"- problems: {report['counts']}" + ("" if report["complete"] else " (INCOMPLETE: resume the run)"),

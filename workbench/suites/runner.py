@@ -91,11 +91,11 @@ class SuiteRunner:
                 from workbench.evaluator import make_evaluator
 
                 try:
-                    self._evaluator = make_evaluator(self.cfg.evaluator, workers=self.cfg.workers,
-                                                     device=self.cfg.device)
+                    self._evaluator = make_evaluator(self.cfg.search.evaluator, workers=self.cfg.search.workers,
+                                                     device=self.cfg.search.device)
                 except Exception as exc:  # e.g. Ray's node timing out at start: no problem can run, stop the run
                     self._evaluator_error = EvaluatorUnavailable(
-                        f"the {self.cfg.evaluator} evaluator failed to start: {type(exc).__name__}: "
+                        f"the {self.cfg.search.evaluator} evaluator failed to start: {type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else ''} (resume the run once it works)")
                     raise self._evaluator_error from None
             return self._evaluator
@@ -109,7 +109,7 @@ class SuiteRunner:
             server = self._servers.get_nowait()
         except queue.Empty:
             env = stripped_environ()
-            if self.cfg.device == "cpu":
+            if self.cfg.search.device == "cpu":
                 env["TRITON_INTERPRET"] = "1"  # before the lowering (in the child) imports triton
             else:
                 env.pop("TRITON_INTERPRET", None)
@@ -149,7 +149,7 @@ class SuiteRunner:
                     bar.update(1)
                     bar.set_postfix_str(f"correct={tally['passed']} not={tally['other']} last={row.name[:24]}")
 
-        pool = ThreadPoolExecutor(max_workers=self.cfg.workers, thread_name_prefix="suite")
+        pool = ThreadPoolExecutor(max_workers=self.cfg.search.workers, thread_name_prefix="suite")
         futs = [pool.submit(one, r) for r in todo]
         try:
             for fut in futs:
@@ -171,7 +171,7 @@ class SuiteRunner:
                                   "spec_path": row.spec_path, "verdict": "not_run", "correct": False,
                                   "fitness": 0.0, "speedup": 0.0, "runtime_us": None, "baseline_us": None,
                                   "compile_baseline_us": None, "speedup_vs_compile": None, "best_kernel": None,
-                                  "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.seed}}
+                                  "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.draft}}
         try:
             status = self._evaluate_problem(row, record)
         except EvaluatorUnavailable:
@@ -192,7 +192,7 @@ class SuiteRunner:
     def _evaluate_problem(self, row: ProblemRow, record: dict[str, Any]) -> str:
         cfg = self.cfg
         prep = self.call_isolated("prepare", {"spec_path": row.spec_path, "max_elems": cfg.max_elems,
-                                              "seed": cfg.seed, "name": row.problem_id}, cfg.prepare_timeout_s)
+                                              "draft": cfg.draft, "name": row.problem_id}, cfg.prepare_timeout_s)
         if not prep.get("ok"):
             record["diagnosis"] = f"prepare: {prep.get('diagnosis', 'unknown failure')}"
             return "failed"
@@ -205,9 +205,9 @@ class SuiteRunner:
             if found is not None:
                 source = found.read_text(encoding="utf-8")
                 record["seed"].update(mode="file", path=str(found))
-        if source is None and (cfg.budget == 0 or cfg.llm == "none"):
+        if source is None and (cfg.budget == 0 or cfg.search.llm == "none"):
             why = prep.get("seed_diagnosis") or (f"no seed file for {row.name} in {cfg.seed_dir}" if cfg.seed_dir
-                                                 else "no seed (--seed none without --seed-dir)")
+                                                 else "no seed (--draft none without --seed-dir)")
             record["diagnosis"] = f"no seed: {why}"
             return "failed"
         stem = safe_name(row.problem_id)
@@ -228,8 +228,8 @@ class SuiteRunner:
     def _evaluate_seed(self, row: ProblemRow, record: dict[str, Any], source: str, overrides: dict[str, Any]) -> str:
         from workbench.evaluator import EvalJob
 
-        job = EvalJob(spec_path=row.spec_path, candidate_source=source, device=self.cfg.device,
-                      trials=self.cfg.trials, timeout_s=self.cfg.timeout_s, overrides=overrides)
+        job = EvalJob(spec_path=row.spec_path, candidate_source=source, device=self.cfg.search.device,
+                      trials=self.cfg.search.trials, timeout_s=self.cfg.search.timeout_s, overrides=overrides)
         res = self.evaluator.submit(job).result()
         _fill_from_result(record, res)
         record["evaluations"] = 1
@@ -240,12 +240,9 @@ class SuiteRunner:
         from workbench.search import SearchError, optimize
 
         try:
-            run = optimize(row.spec_path, seeds=[str(seed_path)] if seed_path else [], llm=self.cfg.llm,
-                           llm_options=self.cfg.llm_options, llm_max_new_tokens=self.cfg.llm_max_new_tokens,
-                           budget=self.cfg.budget, workers=self.cfg.workers,
-                           device=self.cfg.device, evaluator=self.evaluator, overrides=overrides,
-                           run_dir=self.path / "search", trials=self.cfg.trials, timeout_s=self.cfg.timeout_s,
-                           progress=False)
+            search = self.cfg.for_problem(row.spec_path, [str(seed_path)] if seed_path else [], overrides,
+                                          str(self.path / "search"))
+            run = optimize(config=search, evaluator=self.evaluator, progress=False)
         except SearchError as exc:
             record["diagnosis"] = f"search: {exc}"
             return "failed"
@@ -274,7 +271,7 @@ class SuiteRunner:
     def _compile_baseline(self, row: ProblemRow, record: dict[str, Any], overrides: dict[str, Any]) -> None:
         from workbench.suites.baselines import compile_baseline
 
-        got = compile_baseline(self, row.spec_path, overrides, self.cfg.device, self.cfg.prepare_timeout_s * 5)
+        got = compile_baseline(self, row.spec_path, overrides, self.cfg.search.device, self.cfg.prepare_timeout_s * 5)
         record["compile"] = got
         ratio = got.get("compile_over_eager")
         if ratio and record.get("baseline_us") and record.get("speedup"):
@@ -306,10 +303,14 @@ def _seed_file(seed_dir: Path, row: ProblemRow) -> Path | None:
     return None
 
 
-def run_suite(cfg: SuiteConfig, problems: list[Problem] | None = None, *, run_dir: str | Path = "runs/suites",
+def run_suite(cfg: SuiteConfig | None, problems: list[Problem] | None = None, *, run_dir: str | Path = "runs/suites",
               resume: str | None = None, progress: bool = True, retry_failed: bool = False,
               changes: dict[str, Any] | None = None, run_id: str | None = None) -> SuiteRun:
-    """Run (or resume) a suite; writes `<run>/report.json`, `report.md`, `problems.csv` and the plots."""
+    """Run (or resume) a suite; writes `<run>/report.json`, `report.md`, `problems.csv` and the plots.
+
+    A resumed run takes its stored config (`cfg` unused) with `changes`, flat field names of the suite or of
+    its search settings, applied by `SuiteConfig.replace`: only `RESUMABLE` ones may differ from the stored.
+    """
     from workbench.provenance import collect
     from workbench.suites.report import write_report
 
@@ -317,14 +318,17 @@ def run_suite(cfg: SuiteConfig, problems: list[Problem] | None = None, *, run_di
         path = resolve_run(run_dir, resume)
         store = SuiteStore(path / STORE_NAME)
         stored = SuiteConfig.from_dict(store.meta("config") or {})
-        for name, value in (changes or {}).items():
-            if name not in RESUMABLE:
-                raise SuiteError(f"{name} cannot change on resume (only {', '.join(RESUMABLE)})")
-            setattr(stored, name, value)
-        cfg = stored
+        changes = dict(changes or {})
+        current = {**stored.to_dict(), **stored.search.to_dict()}
+        fixed = sorted(k for k, v in changes.items() if k not in RESUMABLE and current.get(k) != v)
+        if fixed:
+            raise SuiteError(f"{', '.join(fixed)} cannot change on resume (only {', '.join(RESUMABLE)})")
+        cfg = stored.replace(**changes)  # exactly the fields the caller gave, on the stored config
         if retry_failed:
             store.reset([r.problem_id for r in store.problems() if r.status == "failed"])
     else:
+        if cfg is None:
+            raise SuiteError("a new suite run needs its SuiteConfig")
         cfg.validate()
         if not problems:
             raise SuiteError("the suite has no problems to run")
