@@ -75,7 +75,7 @@ _IMPORT_RULES: dict[str, str] = {
 _BUILTINS_ALLOWED = frozenset("""
 abs all any bool dict divmod enumerate filter float frozenset hash int isinstance issubclass iter len list map
 max min next pow print range repr reversed round set slice sorted str sum super tuple zip property staticmethod
-classmethod hasattr None True False NotImplemented Ellipsis
+classmethod hasattr getattr None True False NotImplemented Ellipsis
 Exception ValueError RuntimeError TypeError AssertionError NotImplementedError IndexError KeyError
 ZeroDivisionError ArithmeticError OverflowError AttributeError LookupError StopIteration OSError ImportError
 callable
@@ -245,6 +245,8 @@ class _Checker(ast.NodeVisitor):
         self.trusted_import = False
         self.numpy_ok = any(m == "numpy" or m.startswith("numpy.") for m in self.trusted)
         self._attr_heads: set[int] = set()  # ids of Name nodes that head an attribute chain
+        self._call_funcs: set[int] = set()  # ids of Name nodes called directly
+        self._getattr_heads: set[int] = set()  # ids of module names that are getattr's first argument
         self._collect_hooks(tree)
 
     def flag(self, rule: str, what: str) -> None:
@@ -398,8 +400,10 @@ class _Checker(ast.NodeVisitor):
             self.flag("frame_introspection", n)
             return
         if isinstance(node.ctx, ast.Load):
-            if n in self.modules and id(node) not in self._attr_heads:
+            if n in self.modules and id(node) not in self._attr_heads and id(node) not in self._getattr_heads:
                 self.flag("forbidden_introspection", f"module {n} used as a value")
+            if n == "getattr" and id(node) not in self._call_funcs and "getattr" not in self.bound:
+                self.flag("frame_introspection", "getattr as a value")
             if n not in self.bound and n not in self.modules and n not in self.objects \
                     and n not in _BUILTINS_ALLOWED and n in _ALL_BUILTINS:
                 self.flag(_BUILTIN_RULES.get(n, "forbidden_introspection"), n)
@@ -584,6 +588,17 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         in_init = bool(self.func_stack) and self.func_stack[-1] == "__init__"
+        if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.bound:
+            name_arg = node.args[1] if len(node.args) > 1 else None
+            name = name_arg.value if isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str) else None
+            if name is None or name.startswith("_") or name in _FRAME_ATTRS or name.startswith(_FRAME_PREFIXES) \
+                    or name in ("format", "format_map"):
+                # a computed name reaches whatever the text hides (`getattr(torch, "_" + "C")`)
+                self.flag("frame_introspection", "getattr(..., <computed, private or frame name>)")
+            else:
+                target = self.resolve(node.args[0]) if node.args else None
+                if target is not None:  # `getattr(torch, "mm")` is `torch.mm`
+                    self._check_path(f"{target}.{name}", node)
         if isinstance(func, ast.Name) and func.id == "hasattr" and "hasattr" not in self.bound:
             name_arg = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str)
@@ -624,6 +639,10 @@ def check_source(source: str, allowed_imports: Iterable[str] = ()) -> list[str]:
     checker = _Checker(tree, allowed_imports)
     # Attribute chains first mark their head names, so a module heading a chain is no bare value.
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            checker._call_funcs.add(id(node.func))
+            if node.func.id == "getattr" and node.args and isinstance(node.args[0], ast.Name):
+                checker._getattr_heads.add(id(node.args[0]))
         if isinstance(node, ast.Attribute):
             root = node
             while isinstance(root, ast.Attribute):

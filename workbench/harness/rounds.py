@@ -40,6 +40,27 @@ from workbench.harness.timing import quantile
 JUDGED_PER_ROUND = 2
 
 
+class JudgeBudget:
+    """How many timed outputs the judge may read in all (each is a file the size of an output): rounds are
+    judged at random, with the chance that spends the budget evenly, so no round is known unjudged."""
+
+    def __init__(self, total: int | None, rounds: int) -> None:
+        self.left = total
+        self.rounds_left = max(1, rounds)
+        self.first = True
+
+    def take(self, n: int, rng: random.Random) -> int:
+        if self.left is None:
+            return n
+        # the first round always gives one (the judge needs at least one timed output), the rest by chance
+        p = 1.0 if self.first else min(1.0, self.left / self.rounds_left)
+        self.first = False
+        self.rounds_left = max(1, self.rounds_left - 1)
+        k = min(n, self.left) if rng.random() < p else 0
+        self.left -= k
+        return k
+
+
 MIN_TIMED_ROUNDS = 3  # the floor a total staging budget may lower the timed rounds to
 
 
@@ -108,7 +129,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
           record: bool = True, rng: random.Random | None = None,
           ahead: Callable[[int, int], Callable[[], None]] | None = None,
           device_stage: Callable[[int, int], dict[str, Any]] | None = None, device_slots_n: int = 0,
-          ) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
+          judge_total: int | None = None) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
     """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
 
     `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first); `null_s` is
@@ -121,6 +142,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
     captured).
     """
     rng = rng or random.SystemRandom()
+    budget = JudgeBudget(judge_total, SIZING_ROUNDS + plan.rounds + 1 + (DEVICE_ROUNDS if device_stage else 0))
     recorded = {0} if record else set()
     per_rep: list[float] = []
     saved: list[tuple[int, int]] = []
@@ -168,7 +190,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
             per_rep.append(dt)
             reps_total += r
         n = r if k >= SIZING_ROUNDS else 1
-        which = sorted(rng.sample(range(n), min(JUDGED_PER_ROUND, n))) if judge else []
+        which = sorted(rng.sample(range(n), budget.take(min(JUDGED_PER_ROUND, n), rng))) if judge else []
         tv = time.perf_counter()
         link.send({"save": k, "which": which})
         done = _recv(link, deadline, "saved")
@@ -183,7 +205,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
     summary_extra: dict[str, Any] = {}
     if device_stage is not None and device_slots_n > 0 and per_rep:
         dev, dev_saved = drive_device(link, deadline, device_stage, device_slots_n, statistics.median(per_rep),
-                                      null_s, plan.target_s, judge=judge, rng=rng)
+                                      null_s, plan.target_s, judge=judge, rng=rng, budget=budget)
         summary_extra["device"] = dev
         saved.extend(dev_saved)
     if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
@@ -210,12 +232,14 @@ def device_slots(set_bytes: int, budget_bytes: int) -> int:
 
 def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[str, Any]], slots: int,
                  per_call_s: float, null_s: float, target_s: float, judge: bool = True,
-                 rng: random.Random | None = None) -> tuple[dict[str, Any] | None, list[tuple[int, int]]]:
+                 rng: random.Random | None = None, budget: JudgeBudget | None = None,
+                 ) -> tuple[dict[str, Any] | None, list[tuple[int, int]]]:
     """Device time by CUDA-graph replay (`_Graph`): capture `slots` calls on inputs made from their own
     seeds, then `DEVICE_ROUNDS` rounds of fresh sets copied into the slots and the graph replayed
     `passes` times between `go` and `done`. Returns None (and no saves) when the forward cannot be
     captured: the record then says so and the fitness uses the wall time per call."""
     rng = rng or random.SystemRandom()
+    budget = budget or JudgeBudget(None, DEVICE_ROUNDS)
     cap = stage(DEVICE_ROUND_BASE - 1, slots)
     link.send({"capture": slots, **{k: v for k, v in cap.items() if k != "stage"}})
     got = _recv(link, deadline, "captured")
@@ -235,7 +259,7 @@ def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[s
         if msg["done"] != k:
             raise ProtocolError(f"done for round {msg['done']} during device round {k}")
         per_call.append(max(t1 - t0 - null_s, 1e-9) / (slots * passes))
-        which = sorted(rng.sample(range(slots), min(JUDGED_PER_ROUND, slots))) if judge else []
+        which = sorted(rng.sample(range(slots), budget.take(min(JUDGED_PER_ROUND, slots), rng))) if judge else []
         link.send({"save": k, "which": which})
         done = _recv(link, deadline, "saved")
         if done["saved"] != k:

@@ -46,7 +46,10 @@ _DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "8192"))
 # of what the harness stages into its process: an honest kernel at published sizes is never killed.
 MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
 # Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
-_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "4096"))
+# A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
+_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "32768"))
+# The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size): at least 3.
+_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "2048"))
 
 
 class _Stager:
@@ -430,6 +433,7 @@ class Server:
             res["timings_s"]["null_round"] = null_s
         # 4. the candidate. Its memory limit counts what it allocates itself: what the harness stages into
         # its process (a round's R sets, a trial set, their device copies' host side) comes on top.
+        judge_total = int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
         staging_allowance = 0 if devgen and self.device == "cuda" else 2 * prep["set_bytes"] * (plan.r_max + 2)
         if cand.rss_limit:
             cand.rss_limit += staging_allowance
@@ -463,7 +467,7 @@ class Server:
                                                          # candidate could read `pending`: no staging ahead
                                                          ahead=stager.ahead if self.isolate and not devgen
                                                          else None, device_stage=cand_seeds if graphs else None,
-                                                         device_slots_n=slots)
+                                                         device_slots_n=slots, judge_total=judge_total)
                     res["timings_s"]["timing"] = time.perf_counter() - t2
                     for name, v in stats.pop("phases_s", {}).items():
                         res["timings_s"]["rounds_" + name] = v
