@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["WORKBENCH_LLM_BASE_URL"] = srv.url
         os.environ["WORKBENCH_LLM_API_KEY"] = srv.key
         with srv.watch():
-            run = run_kernelbench(args.root, levels=args.levels, problems=args.problems, seed="lower", llm="openai",
+            run = run_kernelbench(args.root, levels=args.levels, problems=args.problems, draft="lower", llm="openai",
                                   llm_max_new_tokens=args.max_new_tokens, budget=args.budget, device="cpu",
                                   trials=1, run_dir=work / "runs", max_elems=16384, timeout_s=90)
     print(run.table())
