@@ -68,7 +68,9 @@ def _harness_part(items: list[dict], device: str, deadline: float) -> list[dict]
                          "base_device_us": res.baseline_device_time_us, "base_wall_us": res.baseline_wall_time_us,
                          "speedup_harness": res.speedup or None, "client_wall_s": t.get("client_wall"),
                          "overhead_s": t.get("client_wall", 0.0) - sum(t.get(k, 0.0) for k in OWN),
-                         "inputs": res.details.get("inputs"), "error": res.error[:200].replace("\n", " ")})
+                         "inputs": res.details.get("inputs"), "error": res.error[:200].replace("\n", " "),
+                         "timings_s": {k: round(v, 4) for k, v in t.items() if isinstance(v, (int, float))},
+                         "reps": res.details.get("reps"), "device_stats": res.details.get("device")})
             print(f"{it['kind']:16s} {it['name'][:40]:40s} {res.summary()[:110]}", flush=True)
     return rows
 

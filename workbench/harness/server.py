@@ -49,7 +49,7 @@ MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
 # A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
 _SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "32768"))
 # The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size): at least 3.
-_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "2048"))
+_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
 
 
 class _Stager:
@@ -155,7 +155,10 @@ class Server:
                         "namespaces; only the Python guards and the static policy apply",
                         "WB_SANDBOX=off" if _sandbox.can_isolate() else "not root")
         self._fds: set[int] = set()  # server-side ends of every spare's pipes: closed in each new child
-        self._spares: dict[str, _Spare | None] = {"candidate": None, "reference": None}
+        # Forked ahead, CUDA context made: on the GPU two of each, so a job never waits for a context
+        # (seconds on an H200) that the previous job's end started.
+        self._spares: dict[str, list[_Spare]] = {"candidate": [], "reference": []}
+        self.spare_depth = int(os.environ.get("WB_SPARES", "2" if device == "cuda" else "1"))
         self._jobs = 0
 
     # -- warm spares ---------------------------------------------------------------------------
@@ -251,20 +254,31 @@ class Server:
     def ensure_spares(self) -> None:
         self.reap_orphans()
         for role in ("reference", "candidate"):
-            sp = self._spares[role]
-            if sp is not None and os.waitpid(sp.pid, os.WNOHANG) != (0, 0):
-                self._close(sp.job_w)  # it died while waiting: reaped above, replace it
-                self._close(sp.result_r)
-                sp = None
-            if sp is None:
-                self._spares[role] = self._spawn(role)
+            live = []
+            for sp in self._spares[role]:
+                try:
+                    alive = os.waitpid(sp.pid, os.WNOHANG) == (0, 0)
+                except ChildProcessError:
+                    alive = False
+                if alive:
+                    live.append(sp)
+                else:  # it died while waiting: replace it
+                    self._drop_box(sp)
+                    self._close(sp.job_w)
+                    self._close(sp.result_r)
+            self._spares[role] = live
+            while len(live) < self.spare_depth:
+                live.append(self._spawn(role))
 
     def _take(self, role: str) -> _Spare:
-        sp = self._spares[role]
-        self._spares[role] = None
-        if sp is None:
-            sp = self._spawn(role)
-        return sp
+        if self._spares[role]:
+            return self._spares[role].pop(0)
+        return self._spawn(role)
+
+    def _drop_box(self, sp: _Spare) -> None:
+        if sp.box is not None:
+            _sandbox.unmount(sp.box)
+            shutil.rmtree(sp.box, ignore_errors=True)
 
     def _close(self, fd: int) -> None:
         if fd in self._fds:
@@ -304,7 +318,7 @@ class Server:
 
     def reap_orphans(self) -> None:
         """This server is a child subreaper: whatever a child orphaned ends up here and is reaped."""
-        spare_pids = {sp.pid for sp in self._spares.values() if sp is not None}
+        spare_pids = {sp.pid for sps in self._spares.values() for sp in sps}
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -313,11 +327,12 @@ class Server:
             if pid == 0:
                 return
             if pid in spare_pids:  # a spare died while waiting: ensure_spares replaces it
-                for role, sp in self._spares.items():
-                    if sp is not None and sp.pid == pid:
+                for sps in self._spares.values():
+                    for sp in [x for x in sps if x.pid == pid]:
+                        self._drop_box(sp)
                         self._close(sp.job_w)
                         self._close(sp.result_r)
-                        self._spares[role] = None
+                        sps.remove(sp)
 
     def _seeds(self, kind: int, k: int, r: int) -> list[int]:
         """Seeds of round k's r repetitions (kind 1: the candidate's rounds, 2: the baseline's): a keyed
@@ -364,9 +379,7 @@ class Server:
                     pass
             res["stdout_tail"] = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-2000:]
             shutil.rmtree(job_dir, ignore_errors=True)
-            if cand_sp.box is not None:
-                _sandbox.unmount(cand_sp.box)
-                shutil.rmtree(cand_sp.box, ignore_errors=True)
+            self._drop_box(cand_sp)
             if self.uid_lease is not None:
                 self.uid_lease.release()
                 self.uid_lease = None
@@ -649,6 +662,9 @@ def main() -> None:
             out.flush()
             server.ensure_spares()  # while the client digests this result
     finally:
+        for sps in server._spares.values():  # their tmpfs first: a mount point cannot be removed
+            for sp in sps:
+                server._drop_box(sp)
         shutil.rmtree(server.root, ignore_errors=True)
         if server.uid_lease is not None:
             server.uid_lease.release()
