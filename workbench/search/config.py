@@ -88,6 +88,10 @@ class SearchConfig:
     run_dir: str = option("runs", help="where runs/<run>/ and the memory live")
     rng_seed: int = option(0, help="seed of the search's random choices")
 
+    def __post_init__(self) -> None:
+        if self.shapes is not None:  # `--shapes ""` or () means all the spec declares, as None does
+            self.shapes = list(self.shapes) or None
+
     def validate(self) -> None:
         if self.policy not in POLICIES:
             raise SearchError(f"unknown policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
