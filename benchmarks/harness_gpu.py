@@ -153,6 +153,8 @@ def run_main(args: argparse.Namespace) -> int:
     run = common.start(args)
     deadline = time.monotonic() + args.budget_s
     items = _items(Path(args.stage) if args.stage else None, args.limit)
+    if args.kinds:
+        items = [it for it in items if it["kind"].startswith(tuple(common.split_list(args.kinds)))]
     # 3. rejection first: a Harness not started yet, nothing of the GPU touched
     from workbench.harness import Harness
 
@@ -223,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--clean-share", type=float, default=0.3, help="part of the budget kept for the clean timing")
     ap.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
+    ap.add_argument("--kinds", default="", help="comma-separated kinds to run: example, case_study, kernelbench")
     return run_main(ap.parse_args(argv))
 
 

@@ -185,53 +185,93 @@ def _flag(guard: Guard, tag: str) -> None:
 
 
 def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None) -> None:
-    """Entry point of the candidate process: confine, import, run trials, serve the timing rounds."""
-    msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "", "timings_s": {}}
-    t_start = time.perf_counter()
-    device = job["device"]
-    sandbox, stage = Path(job["sandbox"]), Path(job["stage"])
-    gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
-    _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
-    if iso is not None:
-        _sandbox.confine_filesystem(iso, sandbox, stage, job["uid"])
-        if "mount" in iso.namespaces:
-            sandbox, stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
-    isolate(sandbox, device, job.get("mem_limit_gb", 8.0))
-    # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
-    _sandbox.close_inherited_fds({chan.cmd_fd, chan.report_fd}, iso)
-    if iso is not None:
-        for p in (sandbox / "tmp", sandbox / "stdout.txt", sandbox / "stderr.txt"):
-            os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
-        _sandbox.set_limits()
-        _sandbox.drop_privileges(iso, job["uid"])
-    chan.send({"isolated": iso.to_dict() if iso is not None else None})
-    cand_path = sandbox / "candidate.py"
-    guard = Guard(sandbox, cand_path, private_paths=[Path(job["spec_path"])])
-    if gen is not None:
-        gen.guard = guard
-    opcheck.install_triton_wrappers()
-    _guards.wrap_thread_start(guard)
-    _guards.wrap_side_streams(guard, torch)
-    import triton
-    import triton.runtime.autotuner
-    import triton.runtime.jit
-    import triton.testing
+    """Entry point of the candidate process: confine, guard, import, run the trials, serve the timed rounds."""
+    run = _CandidateRun(job, chan, iso)
+    run.confine()      # 1. namespaces, read-only view, its own uid: before anything of the candidate exists
+    run.guard_up()     # 2. the second line: audit hook, patch detector, wrappers
+    try:
+        model_new = run.import_candidate()  # 3. its module, its `ModelNew`, the signatures
+        if model_new is None:
+            return
+        for si, shape in enumerate(job["shapes"]):
+            model = run.trials(si, shape, model_new)  # 4. every trial of every shape, outputs saved
+            if run.guard.violations:
+                break
+            if si == job.get("timed"):
+                run.timed_rounds(si, shape, model)  # 5. the rounds the server clocks
+        run.msg["aten_ops"] = sorted(run.all_ops)
+        run.finish("passed")
+    except PermissionError as exc:
+        run.finish("rejected", f"{run.where}: {exc}")
+    except BaseException as exc:  # the candidate's failure is the result, never a harness crash
+        status = "timeout" if isinstance(exc, KeyboardInterrupt) else _classify(exc)
+        if isinstance(exc, MemoryError):
+            status = "crashed"
+        run.finish(status, f"{run.where}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
 
-    for label, obj in [("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
-                       ("torch.cuda", torch.cuda), ("torch.nn.Module", torch.nn.Module), ("time", time),
-                       ("triton", triton), ("triton.testing", triton.testing), ("os", os), ("builtins", builtins),
-                       ("JITFunction", triton.runtime.jit.JITFunction),
-                       ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
-                       ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
-                       ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
-                       ("Channel", Channel)]:
-        guard.watch(label, obj)
-    if "triton.runtime.interpreter" in sys.modules:
-        guard.watch("InterpretedFunction", sys.modules["triton.runtime.interpreter"].InterpretedFunction)
-    guard.snapshot()
-    stage_name = "import"
 
-    def finish(status: str, error: str = "") -> None:
+class _CandidateRun:
+    """The candidate process's state across its numbered steps (`run_candidate`)."""
+
+    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None) -> None:
+        self.job, self.chan, self.iso = job, chan, iso
+        self.msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "",
+                                    "timings_s": {}}
+        self.t_start = time.perf_counter()
+        self.device = job["device"]
+        self.sandbox, self.stage = Path(job["sandbox"]), Path(job["stage"])
+        self.where = "import"
+        self.all_ops: set[str] = set()
+        self.allowed = frozenset(job.get("allowed_ops", []))
+        self.first_call = True
+
+    def confine(self) -> None:
+        job, iso = self.job, self.iso
+        self.gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
+        _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
+        if iso is not None:
+            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job["uid"])
+            if "mount" in iso.namespaces:
+                self.sandbox, self.stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
+        isolate(self.sandbox, self.device, job.get("mem_limit_gb", 8.0))
+        # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
+        _sandbox.close_inherited_fds({self.chan.cmd_fd, self.chan.report_fd}, iso)
+        if iso is not None:
+            for p in (self.sandbox / "tmp", self.sandbox / "stdout.txt", self.sandbox / "stderr.txt"):
+                os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
+            _sandbox.set_limits()
+            _sandbox.drop_privileges(iso, job["uid"])
+        self.chan.send({"isolated": iso.to_dict() if iso is not None else None})
+
+    def guard_up(self) -> None:
+        self.cand_path = self.sandbox / "candidate.py"
+        guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job["spec_path"])])
+        if self.gen is not None:
+            self.gen.guard = guard
+        opcheck.install_triton_wrappers()
+        _guards.wrap_thread_start(guard)
+        _guards.wrap_side_streams(guard, torch)
+        import triton
+        import triton.runtime.autotuner
+        import triton.runtime.jit
+        import triton.testing
+
+        for label, obj in [("torch", torch), ("torch.Tensor", torch.Tensor),
+                           ("torch.nn.functional", torch.nn.functional), ("torch.cuda", torch.cuda),
+                           ("torch.nn.Module", torch.nn.Module), ("time", time), ("triton", triton),
+                           ("triton.testing", triton.testing), ("os", os), ("builtins", builtins),
+                           ("JITFunction", triton.runtime.jit.JITFunction),
+                           ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
+                           ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
+                           ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
+                           ("Channel", Channel)]:
+            guard.watch(label, obj)
+        if "triton.runtime.interpreter" in sys.modules:
+            guard.watch("InterpretedFunction", sys.modules["triton.runtime.interpreter"].InterpretedFunction)
+        guard.snapshot()
+
+    def finish(self, status: str, error: str = "") -> None:
+        msg, guard = self.msg, self.guard
         guard.active = False
         guard.check_patches()
         msg["violations"] = list(guard.violations)
@@ -241,106 +281,100 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         msg["status"] = status
         if error:
             msg["error"] = error
-        msg["timings_s"]["candidate_total"] = time.perf_counter() - t_start
-        chan.send(_messages.report("finished", **msg))
+        msg["timings_s"]["candidate_total"] = time.perf_counter() - self.t_start
+        self.chan.send(_messages.report("finished", **msg))
 
-    try:
+    def import_candidate(self) -> type | None:
+        """`ModelNew`, or None once the failure is reported."""
         if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
-            guard.install()
+            self.guard.install()
         t0 = time.perf_counter()
-        mspec = importlib.util.spec_from_file_location("candidate", cand_path)
+        mspec = importlib.util.spec_from_file_location("candidate", self.cand_path)
         module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
         sys.modules["candidate"] = module
         mspec.loader.exec_module(module)  # type: ignore[union-attr]
         model_new = getattr(module, "ModelNew", None)
         if not isinstance(model_new, type):
-            return finish("compile_error", "candidate defines no `ModelNew` class")
-        bad_sig = _check_signature(job["sig"], model_new)
+            self.finish("compile_error", "candidate defines no `ModelNew` class")
+            return None
+        bad_sig = _check_signature(self.job["sig"], model_new)
         if bad_sig:
-            return finish("compile_error", f"signature mismatch: {bad_sig}")
-        msg["timings_s"]["import"] = time.perf_counter() - t0
-        allowed = frozenset(job.get("allowed_ops", []))
-        all_ops: set[str] = set()
-        first_call = True
+            self.finish("compile_error", f"signature mismatch: {bad_sig}")
+            return None
+        self.msg["timings_s"]["import"] = time.perf_counter() - t0
+        return model_new
 
-        def check_ops(rec: OpRecorder) -> None:
-            all_ops.update(rec.ops)
-            for op in rec.forbidden(allowed):
-                _flag(guard, f"forbidden_torch_op:{op}")
+    def check_ops(self, rec: OpRecorder) -> None:
+        self.all_ops.update(rec.ops)
+        for op in rec.forbidden(self.allowed):
+            _flag(self.guard, f"forbidden_torch_op:{op}")
 
-        for si, shape in enumerate(job["shapes"]):
-            name = shape["name"]
-            stage_name = f"shape {name}: build"
-            init_inputs = _load(stage / shape["init"], device)
-            if gen is not None:
-                gen.shape(si)
-            torch.manual_seed(shape["model_seed"])
-            model = model_new(*init_inputs).to(device)
-            buffers: list[Any] | None = None
-            for t, fname in enumerate(shape["trials"]):
-                stage_name = f"shape {name}: trial {t}"
-                fresh = gen.make(fname) if gen is not None else _load(stage / fname, device)
-                last = t == len(shape["trials"]) - 1
-                if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
-                    # Same buffers, new content: a candidate memoizing on pointers returns stale results.
-                    _plan.copy_into(buffers, fresh)
-                    inputs = buffers
-                else:
-                    inputs = fresh
-                before = _inputs_snapshot(inputs)
-                rec = OpRecorder(poison=t % 2)
-                t1 = time.perf_counter()
-                with torch.no_grad(), rec:
-                    out = model(*inputs)
-                _sync(device)
-                key = "compile_and_first_call" if first_call else "correctness"
-                msg["timings_s"][key] = msg["timings_s"].get(key, 0.0) + time.perf_counter() - t1
-                first_call = False
-                guard.check_patches()
-                check_ops(rec)
-                for i, (a, b) in enumerate(zip(before, inputs)):
-                    if not _same(a, b):
-                        _flag(guard, f"input_mutated:arg{i}")
-                torch.save(_exact_outputs(out, guard), sandbox / f"out_{si}_{t}.pt")
-                buffers = inputs
-            if opcheck.STATE.launches == 0:
-                _flag(guard, "no_triton_kernel")
-            if guard.violations:
-                break
-            if si == job.get("timed"):
-                stage_name = f"shape {name}: timing"
-                chan.send({"timing": si})
-                t2 = time.perf_counter()
+    def trials(self, si: int, shape: dict[str, Any], model_new: type) -> Any:
+        """Build the model, run every trial (the last refilling the previous trial's buffers), save outputs."""
+        guard, device, gen, timings = self.guard, self.device, self.gen, self.msg["timings_s"]
+        name = shape["name"]
+        self.where = f"shape {name}: build"
+        init_inputs = _load(self.stage / shape["init"], device)
+        if gen is not None:
+            gen.shape(si)
+        torch.manual_seed(shape["model_seed"])
+        model = model_new(*init_inputs).to(device)
+        buffers: list[Any] | None = None
+        for t, fname in enumerate(shape["trials"]):
+            self.where = f"shape {name}: trial {t}"
+            fresh = gen.make(fname) if gen is not None else _load(self.stage / fname, device)
+            last = t == len(shape["trials"]) - 1
+            if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
+                # Same buffers, new content: a candidate memoizing on pointers returns stale results.
+                _plan.copy_into(buffers, fresh)
+                inputs = buffers
+            else:
+                inputs = fresh
+            before = _inputs_snapshot(inputs)
+            rec = OpRecorder(poison=t % 2)
+            t1 = time.perf_counter()
+            with torch.no_grad(), rec:
+                out = model(*inputs)
+            _sync(device)
+            key = "compile_and_first_call" if self.first_call else "correctness"
+            timings[key] = timings.get(key, 0.0) + time.perf_counter() - t1
+            self.first_call = False
+            guard.check_patches()
+            self.check_ops(rec)
+            for i, (a, b) in enumerate(zip(before, inputs)):
+                if not _same(a, b):
+                    _flag(guard, f"input_mutated:arg{i}")
+            torch.save(_exact_outputs(out, guard), self.sandbox / f"out_{si}_{t}.pt")
+            buffers = inputs
+        if opcheck.STATE.launches == 0:
+            _flag(guard, "no_triton_kernel")
+        return model
 
-                reader = _plan.RawReader(device)
+    def timed_rounds(self, si: int, shape: dict[str, Any], model: Any) -> None:
+        device, gen, stage, sandbox, guard = self.device, self.gen, self.stage, self.sandbox, self.guard
+        self.where = f"shape {shape['name']}: timing"
+        self.chan.send({"timing": si})
+        t2 = time.perf_counter()
+        reader = _plan.RawReader(device)
 
-                def load(order: dict[str, Any], rd: _plan.RawReader = reader) -> list[list[Any]]:
-                    if gen is not None:  # made here, on the device, from the round's seeds
-                        return [gen.make(s) for s in order["seeds"]]
-                    if order["file"].endswith(".raw"):
-                        return rd.read(stage / order["file"])
-                    sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
-                    return [list(_plan.to_device(s, device)) for s in sets]
+        def load(order: dict[str, Any]) -> list[list[Any]]:
+            if gen is not None:  # made here, on the device, from the round's seeds
+                return [gen.make(s) for s in order["seeds"]]
+            if order["file"].endswith(".raw"):
+                return reader.read(stage / order["file"])
+            sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
+            return [list(_plan.to_device(s, device)) for s in sets]
 
-                def save(k: int, which: list[int], outs: list[Any]) -> None:
-                    for i in which:
-                        torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
+        def save(k: int, which: list[int], outs: list[Any]) -> None:
+            for i in which:
+                torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
 
-                recs = _rounds.serve(chan, lambda inp, m=model: m(*inp), load, save, lambda: _sync(device),
-                                     OpRecorder, warm=lambda: gpu_warm(device))
-                msg["timings_s"]["timing"] = time.perf_counter() - t2
-                guard.check_patches()
-                for rec in recs:
-                    check_ops(rec)
-        msg["aten_ops"] = sorted(all_ops)
-        finish("passed")
-    except PermissionError as exc:
-        finish("rejected", f"{stage_name}: {exc}")
-    except BaseException as exc:  # the candidate's failure is the result, never a harness crash
-        status = "timeout" if isinstance(exc, KeyboardInterrupt) else _classify(exc)
-        if isinstance(exc, MemoryError):
-            status = "crashed"
-        finish(status, f"{stage_name}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
+        recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: _sync(device),
+                             OpRecorder, warm=lambda: gpu_warm(device))
+        self.msg["timings_s"]["timing"] = time.perf_counter() - t2
+        guard.check_patches()
+        for rec in recs:
+            self.check_ops(rec)
 
 
 class _InputMaker:

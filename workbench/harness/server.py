@@ -386,160 +386,18 @@ class Server:
 
     def _run(self, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link, stage: Path, sandbox: Path,
              timeout: float, t0: float) -> dict[str, Any]:
-        deadline_ref = time.monotonic() + max(timeout, 600.0)
-        ref.send({"device": self.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
-                  "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(stage),
-                  "seed": self.secret % 1_000_000_007})
-        prep_msg = ref.recv(deadline_ref, expect="prepared")
-        prep = prep_msg.get("prepared")
-        if prep is None:
-            if "bad_spec" in prep_msg:
-                return self._done(res, "bad_spec", prep_msg["bad_spec"], t0)
-            return self._done(res, "bad_spec", "the spec's Model or inputs failed: "
-                              + prep_msg.get("reference_error", "no report"), t0)
-        res["plan"] = prep["plan"]
-        res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
-        res["timings_s"].update(prep.get("timings_s", {}))
-        # 2. the static policy, before any candidate code runs anywhere
-        if job.get("policy", True):
-            found = _policy.check_source(job["candidate_source"], prep.get("allowed_imports", []))
-            if found:
-                res["violations"] = found
-                return self._done(res, "rejected", "static policy: " + "; ".join(found[:6]), t0)
-        timed = prep["timed"]
-        devgen = bool(prep.get("devgen"))
-        # Device time by graph replay needs the inputs made on the device (both contenders alike).
-        graphs = devgen and self.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
-        slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if graphs else 0
-        if devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
-            plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
-        else:
-            plan = _rounds.RoundPlan.for_device(self.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
-                                                int(_STAGE_TOTAL_MB * 2**20))
-        # 3. the baseline, before the candidate exists, under this server's clock
-        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), self.device, graphs],
-                         sort_keys=True)
-        if timed is not None:
-            if key in self.baselines:
-                res["baseline"] = self.baselines[key]
-                null_s = self.null_s[key]
-            else:
-                t1 = time.perf_counter()
-                ref.send({"baseline": True})
-                ready = ref.recv(deadline_ref, expect="baseline_ready")
-                if "failure" in ready:
-                    return self._done(res, "bad_spec", "the spec's Model failed: " + ready["reference_error"], t0)
-                try:
-                    null_s = _rounds.null_round(ref, deadline_ref)
-                    base_seeds = lambda k, r: {"stage": k, "seeds": self._seeds(2, k, r)}  # noqa: E731
-                    stats, _, _ = _rounds.drive(ref, plan, deadline_ref, base_seeds, null_s=null_s, judge=False,
-                                                record=False, device_stage=base_seeds if graphs else None,
-                                                device_slots_n=slots)
-                except _rounds.RoundFailure as e:
-                    return self._done(res, "bad_spec", "the spec's Model failed: "
-                                      + e.msg.get("reference_error", ""), t0)
-                res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
-                stats.pop("phases_s", None)
-                self.baselines[key] = stats
-                self.null_s[key] = null_s
-                res["baseline"] = stats
-            res["timings_s"]["null_round"] = null_s
-        # 4. the candidate. Its memory limit counts what it allocates itself: what the harness stages into
-        # its process (a round's R sets, a trial set, their device copies' host side) comes on top.
-        judge_total = int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
-        staging_allowance = 0 if devgen and self.device == "cuda" else 2 * prep["set_bytes"] * (plan.r_max + 2)
-        if cand.rss_limit:
-            cand.rss_limit += staging_allowance
-        deadline = time.monotonic() + timeout
-        cand_job = {"device": self.device, "sandbox": str(sandbox), "stage": str(stage),
-                    "uid": self.uid_lease.uid if self.uid_lease else os.getuid(), "spec_path": job["spec_path"],
-                    "shapes": prep["shapes"], "timed": timed, "sig": prep["sig"], "allowed_ops": prep["allowed_ops"],
-                    "devgen": devgen, "allow_tf32": bool(prep.get("allow_tf32")),
-                    "overrides": job.get("overrides") or {},
-                    "mem_limit_gb": MEM_LIMIT_GB + staging_allowance / 2**30}
-        saved: list[tuple[int, int]] = []
-        pending = stage.parent / "pending"
-        pending.mkdir(mode=0o700)
-        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
-        staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
-        stager = _Stager(self, ref, stage, pending, deadline_ref, staged_bytes <= _input_cache_bytes())
-        report: dict[str, Any] | None = None
+        """The job's numbered steps (the module's docstring); any step may end it with `_End`."""
+        run = _JobRun(self, job, res, ref, cand, stage, sandbox, timeout)
         try:
-            cand.send(cand_job)
-            while report is None:
-                msg = cand.recv(deadline)
-                if "isolated" in msg:
-                    res["isolation"] = self._verify_isolation(cand.watch_pid, msg["isolated"])
-                elif "timing" in msg and timed is not None and msg["timing"] == timed and "timing" not in res:
-                    t2 = time.perf_counter()
-                    cand_seeds = lambda k, r: {"stage": k, "seeds": self._seeds(1, k, r)}  # noqa: E731
-                    stage_fn = cand_seeds if devgen else stager
-                    stats, saved, pviol = _rounds.drive(cand, plan, deadline, stage_fn, null_s=null_s,
-                                                         idle_check=lambda: self._idle(cand.watch_pid),
-                                                         # without a mount namespace and a uid of its own the
-                                                         # candidate could read `pending`: no staging ahead
-                                                         ahead=stager.ahead if self.isolate and not devgen
-                                                         else None, device_stage=cand_seeds if graphs else None,
-                                                         device_slots_n=slots, judge_total=judge_total)
-                    res["timings_s"]["timing"] = time.perf_counter() - t2
-                    for name, v in stats.pop("phases_s", {}).items():
-                        res["timings_s"]["rounds_" + name] = v
-                    res["timings_s"]["rounds_reference_staging"] = stager.wait_s
-                    stats["inputs"] = "made on the device" if devgen else "staged"
-                    res["timing"] = stats
-                    res["violations"].extend(pviol)
-                elif msg.get("finished"):
-                    report = msg
-                else:
-                    raise ProtocolError(f"unexpected report {sorted(msg)[:6]}")
-        except ChildGone as gone:
-            status = self._kill_and_status(cand)
-            if gone.why == "timeout":
-                return self._done(res, "timeout", f"candidate exceeded the {timeout:g} s wall-clock limit", t0)
-            if gone.why == "memory":
-                return self._done(res, "crashed", f"candidate exceeded the resident memory limit "
-                                  f"({MEM_LIMIT_GB:g} GiB beside what the harness staged)", t0)
-            tail = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-800:]
-            return self._done(res, "crashed", f"candidate process {status} before reporting "
-                              f"(segfault, abort or os._exit)\n{tail}", t0)
-        except ProtocolError as e:
-            self._kill_and_status(cand)
-            res["violations"].append("forged_report")
-            return self._done(res, "rejected", f"the candidate process broke the harness protocol: {e}", t0)
-        except _rounds.RoundFailure as e:
-            report = e.msg
-            stager.drain()
-            if "reference_error" in report:
-                self._kill_and_status(cand)
-                return self._done(res, "bad_spec", "the spec's Model failed: " + report["reference_error"], t0)
-        # 5. nothing of the candidate survives past this line
-        self._kill_and_status(cand)
-        # Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the
-        # trusted verdict and the trusted clock below. Its own times are information
-        # and never replace one the server took.
-        res["violations"] = list(dict.fromkeys(res["violations"] + report.get("violations", [])))
-        res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
-        for k, v in report.get("timings_s", {}).items():  # never over a time the server took itself
-            res["timings_s"].setdefault(k, v)
-        status = _messages.verdict_status(report.get("status", "crashed"), res["violations"])
-        if status != "passed":
-            return self._done(res, status, report.get("error", "") or "rule broken", t0)
-        if timed is not None and "timing" not in res:
-            return self._done(res, "incorrect", "the candidate finished without answering the timing rounds", t0)
-
-        # 6. the verdict, from the trusted side
-        t3 = time.perf_counter()
-        timed_pairs = [(k, i, self._seeds(1, k, i + 1)[i]) for k, i in saved]
-        ref.send({"judge": {"sandbox": str(sandbox), "timed": timed_pairs}})
-        vmsg = ref.recv(deadline_ref, expect="verdict")
-        if "failure" in vmsg:
-            return self._done(res, "bad_spec", "the spec's Model failed: " + vmsg["reference_error"], t0)
-        verdict = vmsg["verdict"]
-        res["timings_s"]["judge"] = time.perf_counter() - t3
-        res["max_abs_err"] = verdict.get("max_abs_err")
-        res["max_rel_err"] = verdict.get("max_rel_err")
-        if not verdict["correct"]:
-            return self._done(res, "incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]), t0)
+            run.prepare()          # 1. the reference stages (or will make) every input
+            run.static_policy()    # 2. before any candidate code runs anywhere
+            run.baseline()         # 3. before the candidate exists, under this server's clock
+            report = run.candidate()  # 4. trials and timed rounds in the sandbox
+            self._kill_and_status(cand)  # 5. nothing of the candidate survives past this line
+            run.accept(report)
+            run.judge()            # 6. the verdict, from the trusted side
+        except _End as end:
+            return self._done(res, end.status, end.error, t0)
         return self._done(res, "passed", "", t0)
 
     def _namespace_init(self, pid: int) -> int:
@@ -604,6 +462,191 @@ class Server:
             res["error"] = error
         res["timings_s"]["server_wall"] = time.perf_counter() - t0
         return res
+
+
+class _End(Exception):
+    """A step ended the job with this status and diagnosis."""
+
+    def __init__(self, status: str, error: str) -> None:
+        super().__init__(error)
+        self.status, self.error = status, error
+
+
+class _JobRun:
+    """One job's state across its numbered steps (`Server._run`)."""
+
+    def __init__(self, server: Server, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link,
+                 stage: Path, sandbox: Path, timeout: float) -> None:
+        self.server, self.job, self.res, self.ref, self.cand = server, job, res, ref, cand
+        self.stage, self.sandbox, self.timeout = stage, sandbox, timeout
+        self.deadline_ref = time.monotonic() + max(timeout, 600.0)
+        self.saved: list[tuple[int, int]] = []
+        self.null_s = 0.0
+
+    def _seeds_of(self, kind: int) -> Any:
+        return lambda k, r: {"stage": k, "seeds": self.server._seeds(kind, k, r)}
+
+    def prepare(self) -> None:
+        srv, job, res = self.server, self.job, self.res
+        self.ref.send({"device": srv.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
+                       "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
+                       "seed": srv.secret % 1_000_000_007})
+        msg = self.ref.recv(self.deadline_ref, expect="prepared")
+        prep = msg.get("prepared")
+        if prep is None:
+            if "bad_spec" in msg:
+                raise _End("bad_spec", msg["bad_spec"])
+            raise _End("bad_spec", "the spec's Model or inputs failed: " + msg.get("reference_error", "no report"))
+        self.prep = prep
+        res["plan"] = prep["plan"]
+        res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
+        res["timings_s"].update(prep.get("timings_s", {}))
+        self.timed = prep["timed"]
+        self.devgen = bool(prep.get("devgen"))
+        # Device time by graph replay needs the inputs made on the device (both contenders alike).
+        self.graphs = self.devgen and srv.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
+        self.slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if self.graphs else 0
+        if self.devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
+        else:
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
+                                                     int(_STAGE_TOTAL_MB * 2**20))
+
+    def static_policy(self) -> None:
+        if self.job.get("policy", True):
+            found = _policy.check_source(self.job["candidate_source"], self.prep.get("allowed_imports", []))
+            if found:
+                self.res["violations"] = found
+                raise _End("rejected", "static policy: " + "; ".join(found[:6]))
+
+    def baseline(self) -> None:
+        srv, job, res = self.server, self.job, self.res
+        if self.timed is None:
+            return
+        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), srv.device, self.graphs],
+                         sort_keys=True)
+        if key not in srv.baselines:
+            t1 = time.perf_counter()
+            self.ref.send({"baseline": True})
+            ready = self.ref.recv(self.deadline_ref, expect="baseline_ready")
+            if "failure" in ready:
+                raise _End("bad_spec", "the spec's Model failed: " + ready["reference_error"])
+            try:
+                null_s = _rounds.null_round(self.ref, self.deadline_ref)
+                seeds = self._seeds_of(2)
+                stats, _, _ = _rounds.drive(self.ref, self.plan, self.deadline_ref, seeds, null_s=null_s, judge=False,
+                                            record=False, device_stage=seeds if self.graphs else None,
+                                            device_slots_n=self.slots)
+            except _rounds.RoundFailure as e:
+                raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
+            res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+            stats.pop("phases_s", None)
+            srv.baselines[key], srv.null_s[key] = stats, null_s
+        res["baseline"] = srv.baselines[key]
+        self.null_s = srv.null_s[key]
+        res["timings_s"]["null_round"] = self.null_s
+
+    def candidate(self) -> dict[str, Any]:
+        """Serve the candidate process until its `finished` report (returned); a broken protocol, a death,
+        a timeout or the memory limit end the job."""
+        srv, res, prep, plan, cand = self.server, self.res, self.prep, self.plan, self.cand
+        # Its memory limit counts what it allocates itself: what the harness stages into its process (a
+        # round's R sets, a trial set, their device copies' host side) comes on top.
+        judge_total = int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
+        allowance = 0 if self.devgen and srv.device == "cuda" else 2 * prep["set_bytes"] * (plan.r_max + 2)
+        if cand.rss_limit:
+            cand.rss_limit += allowance
+        deadline = time.monotonic() + self.timeout
+        cand_job = {"device": srv.device, "sandbox": str(self.sandbox), "stage": str(self.stage),
+                    "uid": srv.uid_lease.uid if srv.uid_lease else os.getuid(), "spec_path": self.job["spec_path"],
+                    "shapes": prep["shapes"], "timed": self.timed, "sig": prep["sig"],
+                    "allowed_ops": prep["allowed_ops"], "devgen": self.devgen,
+                    "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
+                    "mem_limit_gb": MEM_LIMIT_GB + allowance / 2**30}
+        pending = self.stage.parent / "pending"
+        pending.mkdir(mode=0o700)
+        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
+        staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
+        stager = _Stager(srv, self.ref, self.stage, pending, self.deadline_ref, staged_bytes <= _input_cache_bytes())
+        try:
+            cand.send(cand_job)
+            while True:
+                msg = cand.recv(deadline)
+                if "isolated" in msg:
+                    res["isolation"] = srv._verify_isolation(cand.watch_pid, msg["isolated"])
+                elif "timing" in msg and self.timed is not None and msg["timing"] == self.timed \
+                        and "timing" not in res:
+                    self._timed_rounds(stager, deadline, judge_total)
+                elif msg.get("finished"):
+                    return msg
+                else:
+                    raise ProtocolError(f"unexpected report {sorted(msg)[:6]}")
+        except ChildGone as gone:
+            status = srv._kill_and_status(cand)
+            if gone.why == "timeout":
+                raise _End("timeout", f"candidate exceeded the {self.timeout:g} s wall-clock limit") from gone
+            if gone.why == "memory":
+                raise _End("crashed", f"candidate exceeded the resident memory limit ({MEM_LIMIT_GB:g} GiB beside "
+                                      "what the harness staged)") from gone
+            tail = (_tail_file(self.sandbox / "stdout.txt") + _tail_file(self.sandbox / "stderr.txt"))[-800:]
+            raise _End("crashed", f"candidate process {status} before reporting (segfault, abort or "
+                                  f"os._exit)\n{tail}") from gone
+        except ProtocolError as e:
+            srv._kill_and_status(cand)
+            res["violations"].append("forged_report")
+            raise _End("rejected", f"the candidate process broke the harness protocol: {e}") from e
+        except _rounds.RoundFailure as e:
+            stager.drain()
+            if "reference_error" in e.msg:
+                srv._kill_and_status(cand)
+                raise _End("bad_spec", "the spec's Model failed: " + e.msg["reference_error"]) from e
+            return e.msg
+
+    def _timed_rounds(self, stager: _Stager, deadline: float, judge_total: int) -> None:
+        srv, res, cand = self.server, self.res, self.cand
+        t2 = time.perf_counter()
+        seeds = self._seeds_of(1)
+        stats, self.saved, pviol = _rounds.drive(
+            cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
+            idle_check=lambda: srv._idle(cand.watch_pid),
+            # without a mount namespace and a uid of its own the candidate could read `pending`: no staging ahead
+            ahead=stager.ahead if srv.isolate and not self.devgen else None,
+            device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total)
+        res["timings_s"]["timing"] = time.perf_counter() - t2
+        for name, v in stats.pop("phases_s", {}).items():
+            res["timings_s"]["rounds_" + name] = v
+        res["timings_s"]["rounds_reference_staging"] = stager.wait_s
+        stats["inputs"] = "made on the device" if self.devgen else "staged"
+        res["timing"] = stats
+        res["violations"].extend(pviol)
+
+    def accept(self, report: dict[str, Any]) -> None:
+        """Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the trusted
+        verdict and the trusted clock. Its own times are information and never replace one the server took."""
+        res = self.res
+        res["violations"] = list(dict.fromkeys(res["violations"] + report.get("violations", [])))
+        res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
+        for k, v in report.get("timings_s", {}).items():
+            res["timings_s"].setdefault(k, v)
+        status = _messages.verdict_status(report.get("status", "crashed"), res["violations"])
+        if status != "passed":
+            raise _End(status, report.get("error", "") or "rule broken")
+        if self.timed is not None and "timing" not in res:
+            raise _End("incorrect", "the candidate finished without answering the timing rounds")
+
+    def judge(self) -> None:
+        t3 = time.perf_counter()
+        timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i]) for k, i in self.saved]
+        self.ref.send({"judge": {"sandbox": str(self.sandbox), "timed": timed_pairs}})
+        vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
+        if "failure" in vmsg:
+            raise _End("bad_spec", "the spec's Model failed: " + vmsg["reference_error"])
+        verdict = vmsg["verdict"]
+        self.res["timings_s"]["judge"] = time.perf_counter() - t3
+        self.res["max_abs_err"] = verdict.get("max_abs_err")
+        self.res["max_rel_err"] = verdict.get("max_rel_err")
+        if not verdict["correct"]:
+            raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
 
 
 def _input_cache_bytes() -> int:
