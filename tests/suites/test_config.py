@@ -116,3 +116,14 @@ def test_resume_applies_exactly_the_fields_given(tmp_path, monkeypatch) -> None:
         run_suite(None, run_dir=tmp_path / "runs", resume=path.name, progress=False, changes={"budget": 3})
     with pytest.raises(SuiteError, match="trials cannot change on resume"):
         run_suite(None, run_dir=tmp_path / "runs", resume=path.name, progress=False, changes={"trials": 3})
+
+
+def test_seed_on_the_command_line_warns_and_is_draft(tmp_path, capsys, caplog) -> None:
+    from workbench.cli import main
+
+    with caplog.at_level(logging.WARNING, logger="workbench.suites.config"), pytest.warns(DeprecationWarning):
+        rc = main(["suite", "kernelbench", "--root", str(tmp_path / "kb"), "--seed", "magic", "--device", "cpu",
+                   "--run-dir", str(tmp_path / "runs"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--draft (formerly --seed) expects lower or none, got 'magic'" in err
+    assert "--seed magic is deprecated" in caplog.text and "use --draft magic" in caplog.text

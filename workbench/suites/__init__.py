@@ -2,7 +2,7 @@
 
 ```python
 from workbench.suites import run_kernelbench
-run = run_kernelbench("../shared/kernelbench", levels=[1], problems="1-5", seed="lower", budget=0)
+run = run_kernelbench("../shared/kernelbench", levels=[1], problems="1-5", draft="lower", budget=0)
 run.report["levels"]["1"]["fast_p"], run.path / "report.md"
 ```
 A run is a directory with its SQLite store (`suite.sqlite`): `--resume RUN` re-runs only what had not
