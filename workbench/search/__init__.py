@@ -64,6 +64,8 @@ def optimize(
         elif spec is not None and str(spec) != config.spec_path:
             overrides["spec_path"] = str(spec)
         cfg = dataclasses.replace(config, **overrides)
+        # a config built by hand may hold Paths or tuples: stored as JSON, it keeps strings and lists
+        cfg = dataclasses.replace(cfg, **_normalised({n: getattr(cfg, n) for n in _STORED_AS}))
         changes = None
     engine = SearchEngine(
         cfg,
@@ -74,6 +76,9 @@ def optimize(
         resume_changes=changes,
     )
     return engine.run()
+
+
+_STORED_AS = ("spec_path", "run_dir", "seeds", "shapes", "overrides", "policy_options", "llm_options", "llm_step")
 
 
 def _normalised(values: dict[str, Any]) -> dict[str, Any]:

@@ -25,13 +25,18 @@ def resolve_device(device: str) -> str:
 
 
 def _flat(options: dict[str, Any]) -> dict[str, Any]:
-    """Split options flattened again (the deprecated `seed=` mapped to `draft=`, unknown names refused)."""
-    parts = split(options)
-    return {**{k: v for k, v in parts.items() if k != "search"}, **parts.get("search", {})}
+    """The changes of a resume: options as stored (the deprecated `seed=` mapped to `draft=`, unknown names
+    refused, `device` resolved), flat."""
+    parts = split(_normalised(options))
+    out = {**{k: v for k, v in parts.items() if k != "search"}, **parts.get("search", {})}
+    if "device" in out:
+        out["device"] = resolve_device(out["device"])
+    return out
 
 
-def _configure(suite: str, config: SuiteConfig | None, options: dict[str, Any]) -> SuiteConfig:
-    """The config of a new run: `config` (or the defaults) with `options`, the device resolved."""
+def _normalised(options: dict[str, Any]) -> dict[str, Any]:
+    """Options as the config stores them: paths as strings, `A,B` strings as lists, levels as numbers."""
+    options = dict(options)
     for name in ("root", "seed_dir"):
         if options.get(name) is not None:
             options[name] = str(options[name])
@@ -42,7 +47,12 @@ def _configure(suite: str, config: SuiteConfig | None, options: dict[str, Any]) 
             options[name] = list(options[name]) or None
     if "levels" in options:
         options["levels"] = parse_levels(options["levels"])
-    cfg = (config or SuiteConfig(suite=suite)).replace(suite=suite, **options)
+    return options
+
+
+def _configure(suite: str, config: SuiteConfig | None, options: dict[str, Any]) -> SuiteConfig:
+    """The config of a new run: `config` (or the defaults) with `options`, the device resolved."""
+    cfg = (config or SuiteConfig(suite=suite)).replace(suite=suite, **_normalised(options))
     dev = resolve_device(cfg.search.device)
     changes: dict[str, Any] = {"device": dev}
     if cfg.max_elems is None and dev == "cpu" and suite == "kernelbench":
