@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call: a KernelBench slice at its published sizes on the H200, --seed lower --budget 0, fast_p against
+# One device call: a KernelBench slice at its published sizes on the H200, --draft lower --budget 0, fast_p against
 # eager and torch.compile, candidates per hour. Run from the repository root on the GPU machine:
 #   KB=.kb_carry LIMIT=200 bash benchmarks/suites_h200.sh     (writes to $OUT)
 # KernelBench is never copied into the repository: the slice's files travel in an ignored folder the device call
@@ -14,7 +14,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 find "$KB" -name '*.py' | sort | tee -a "$OUT/env.txt"
 # the suite stops at LIMIT seconds wherever it is: the store keeps every finished problem and the report is
 # rewritten from it below (an incomplete run says so in report.json: "complete": false)
-timeout "$LIMIT" python3 -m workbench.cli suite kernelbench --root "$KB" --levels "${LEVELS:-1,2}" --seed lower \
+timeout "$LIMIT" python3 -m workbench.cli suite kernelbench --root "$KB" --levels "${LEVELS:-1,2}" --draft lower \
   --budget 0 --device cuda --workers 1 --run-dir "$RUNS" --timeout 60 --prepare-timeout 60 --no-progress \
   > "$OUT/log.txt" 2>&1
 echo "suite exit $?"
