@@ -1,73 +1,79 @@
-"""Lowered KernelBench candidates on a GPU at full size: correctness against eager and speed.
+"""Lowered KernelBench drafts on a GPU at published sizes: correct against eager, and timed.
 
-Two steps, because lowering needs this project's torch (2.13, on the development machine) and the GPU
-machine has another (2.11) and no KernelBench folder:
+Lowering needs this project's torch (2.13, the development machine); the GPU machine has another (2.11)
+and no KernelBench folder. So the drafts are staged here, in an ignored folder that the device call carries:
 
-    python benchmarks/lowering_gpu.py stage --picks 1:0:30,2:0:15,3:0:8 --dir .cache/lowering_gpu
-        # here: lowers each picked problem at its published sizes, stages spec + candidate + manifest
-        # in an ignored folder (.cache/ is in .gitignore) that the device call carries; nothing is committed
-    PYTHONPATH=. python benchmarks/lowering_gpu.py run --dir .cache/lowering_gpu --out $OUT/gpu.csv
-        # there: per problem, Model and ModelNew from the same seed on cuda, outputs compared with the
-        # workbench tolerances, then each timed (CUDA events around back-to-back calls, median)
+    python benchmarks/lowering_gpu.py stage --picks 1:0:100,2:0:100,3:0:50 --dir .cache/lowering_gpu
+        # lowers each picked problem of ../shared/kernelbench at its published sizes (a forked child per
+        # problem, killed after --prepare-timeout), copies its spec beside the candidate, writes
+        # manifest.json after every problem (--reuse resumes); .cache/ is git-ignored: nothing is committed
+    PYTHONPATH=. python benchmarks/lowering_gpu.py run --dir .cache/lowering_gpu --out $OUT --budget-s 400
+        # there: phase A warms Triton's and Inductor's caches in --workers processes; phase B checks every
+        # draft against eager (same seeds) and times eager, torch.compile and the draft (CUDA events, median),
+        # TF32 off unless the spec sets ALLOW_TF32. Writes lowering_gpu.csv, summary.json, provenance.json.
 
-Speedup = eager median / candidate median (no offline tuning: the lowered candidate as generated).
-A candidate that raises is recorded with its reason; a CUDA error ends the run (the context is lost),
-and the problems left are marked as not run. Rows are written as they finish.
+The CPU dry run of the same path: stage with --max-elems 4096 (the suites' auto-sizer) into another
+folder, then `run --device cpu --limit N` (the interpreter; times are not speeds).
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
+import logging
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-FIELDS = ["level", "problem", "status", "correct", "max_abs_err", "eager_us", "lowered_us", "speedup", "n_kernels",
-          "compile_s", "inductor_us", "speedup_vs_inductor", "inductor_compile_s", "reason"]
-# torch.compile (inductor) of the reference, side by side, while this many seconds of compilation remain
-_COMPILE = {"left_s": 0.0}
+log = logging.getLogger("lowering_gpu")
 
 
 def stage(args: argparse.Namespace) -> int:
-    from workbench.lowering import LoweringResult
-
     root = Path(args.root)
     out = Path(args.dir)
     if out.exists() and not args.reuse:
         shutil.rmtree(out)
     (out / "specs").mkdir(parents=True, exist_ok=True)
     (out / "candidates").mkdir(exist_ok=True)
-    manifest = []
+    manifest = json.loads((out / "manifest.json").read_text()) if args.reuse and (out / "manifest.json").is_file() \
+        else []
     for pick in args.picks.split(","):
         lvl, a, b, *step = pick.split(":")
         files = sorted((root / f"level{lvl}").glob("*.py"), key=lambda p: (int(p.stem.split("_")[0]), p.name))
         for f in files[int(a):int(b):int(step[0]) if step else 1]:
+            t0 = time.monotonic()
+            overrides = {}
+            if args.max_elems:
+                from workbench.suites.sizing import auto_size
+
+                overrides = auto_size(f, args.max_elems)
             staged = out / "candidates" / f"l{lvl}_{f.name}"
-            if args.reuse and staged.is_file():  # lowered by an earlier stage call: same code, same source
-                res = LoweringResult(staged.read_text(), "")
-            else:
-                res = _lower_bounded(f, args.prepare_timeout)
-            row = {"level": int(lvl), "problem": f.stem, "spec": f"specs/l{lvl}_{f.name}", "diagnosis": res.diagnosis}
+            done = {m["spec"]: m for m in manifest}.get(f"specs/l{lvl}_{f.name}")
+            if args.reuse and done is not None and (staged.is_file() or not args.retry_failed):
+                continue  # staged by an earlier call
+            res = _lower_bounded(f, args.prepare_timeout, overrides)
+            row = {"level": int(lvl), "problem": f.stem, "spec": f"specs/l{lvl}_{f.name}", "diagnosis": res.diagnosis,
+                   "lower_s": round(time.monotonic() - t0, 1)}
+            if overrides:
+                row["overrides"] = overrides
             shutil.copy(f, out / row["spec"])
             if res.source is not None:
                 row["candidate"] = f"candidates/l{lvl}_{f.name}"
                 (out / row["candidate"]).write_text(res.source)
-            manifest.append(row)
-            print(f"level {lvl} {f.stem}: {res.diagnosis or 'lowered'}", flush=True)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+            manifest = [m for m in manifest if m["spec"] != row["spec"]] + [row]
+            (out / "manifest.json").write_text(json.dumps(manifest, indent=1))  # after each: resumable
+            log.info("level %s %s: %s (%.0f s)", lvl, f.stem, res.diagnosis or "lowered", row["lower_s"])
     return 0
 
 
-def _lower_in_child(path: str, conn) -> None:  # noqa: ANN001 - a Pipe end
+def _lower_in_child(path: str, conn, overrides: dict) -> None:  # noqa: ANN001 - a Pipe end
     from workbench.lowering import lower_spec
 
     try:
-        res = lower_spec(Path(path))
+        res = lower_spec(Path(path), overrides=overrides or None)
         conn.send((res.source, res.diagnosis))
     except BaseException as e:  # noqa: BLE001 - reported as the problem's diagnosis, the stage goes on
         conn.send((None, f"lowering raised {type(e).__name__}: {e}"))
@@ -75,7 +81,7 @@ def _lower_in_child(path: str, conn) -> None:  # noqa: ANN001 - a Pipe end
         conn.close()
 
 
-def _lower_bounded(path: Path, timeout_s: float):  # noqa: ANN202 - a LoweringResult
+def _lower_bounded(path: Path, timeout_s: float, overrides: dict | None = None):  # noqa: ANN202 - a LoweringResult
     """lower_spec in a forked child, killed after timeout_s: L3 38_LSTMBidirectional at published sizes
     ran over 1.5 h and 14 GB under fake tensors and froze every later problem of the stage."""
     import multiprocessing as mp
@@ -84,7 +90,7 @@ def _lower_bounded(path: Path, timeout_s: float):  # noqa: ANN202 - a LoweringRe
 
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_lower_in_child, args=(str(path), child), daemon=True)
+    proc = ctx.Process(target=_lower_in_child, args=(str(path), child, overrides or {}), daemon=True)
     proc.start()
     child.close()
     try:
@@ -103,131 +109,175 @@ def _lower_bounded(path: Path, timeout_s: float):  # noqa: ANN202 - a LoweringRe
         parent.close()
 
 
-def _load(path: Path, name: str):  # noqa: ANN202 - a module
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+FIELDS = ["level", "problem", "status", "correct", "max_abs_err", "eager_us", "compile_us", "draft_us",
+          "tuned_draft_us", "speedup_vs_eager", "speedup_vs_compile", "n_kernels", "first_call_s",
+          "inductor_compile_s", "tf32", "wall_s", "reason"]
 
 
-def _flat(o):  # noqa: ANN001, ANN202
-    return [y for x in o for y in _flat(x)] if isinstance(o, (list, tuple)) else [o]
+def _pool(n: int, device: str):  # noqa: ANN202 - a multiprocessing Pool
+    import multiprocessing as mp
 
+    from benchmarks import lowering_gpu_worker as wk
 
-def _time_us(fn, budget_s: float = 0.4, max_reps: int = 50) -> float:  # noqa: ANN001
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    once = time.perf_counter() - t0
-    reps = max(3, min(max_reps, int(budget_s / max(once, 1e-6))))
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
+    return mp.get_context("spawn").Pool(n, initializer=wk.init_worker, initargs=(device,))
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
+    """Phase A (parallel, warm): every draft's first call and torch.compile in `--workers` processes, which
+    fills Triton's and Inductor's on-disk caches and finds the drafts that break a CUDA context. Phase B
+    (serial, one process, replaced after a fatal CUDA error): correctness, then CUDA-event medians of eager,
+    torch.compile and the draft. Ends before --budget-s; what is left is written as not_run."""
+    from benchmarks import lowering_gpu_worker as wk
 
-    from workbench.tolerances import tolerance_for
-
+    t_end = time.monotonic() + args.budget_s
     d = Path(args.dir)
     manifest = json.loads((d / "manifest.json").read_text())
-    deadline = time.monotonic() + args.budget_s
-    _COMPILE["left_s"] = args.compile_budget_s
+    if args.levels:
+        manifest = [m for m in manifest if str(m["level"]) in args.levels.split(",")]
+    if args.limit:
+        manifest = manifest[:args.limit]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    lost = ""
-    with out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        for i, item in enumerate(manifest):
-            row = {k: "" for k in FIELDS}
-            row.update(level=item["level"], problem=item["problem"])
-            if "candidate" not in item:
-                row.update(status="not_lowered", correct=False, reason=item["diagnosis"])
-            elif lost or time.monotonic() > deadline:
-                row.update(status="not_run", reason=lost or "device-time budget of this call spent")
-            else:
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TRITON_CACHE_DIR", str(Path(args.cache_dir).resolve() / "triton"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(args.cache_dir).resolve() / "inductor"))
+    rows = {i: {"level": m["level"], "problem": m["problem"]} for i, m in enumerate(manifest)}
+    todo = []
+    for i, m in enumerate(manifest):
+        if "candidate" not in m:
+            rows[i].update(status="not_lowered", correct=False, reason=m.get("diagnosis", ""))
+        else:
+            todo.append(i)
+    job = {"dir": str(d), "device": args.device, "timing": args.timing_s, "max_reps": args.max_reps}
+    # phase A
+    warm: dict[int, dict] = {}
+    a_end = time.monotonic() + args.budget_s * args.warm_share
+    if args.workers > 0 and todo:
+        pool = _pool(args.workers, args.device)
+        try:
+            pending = {i: pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": args.cap_s,
+                                                         "compile": args.compile_budget_s > 0,
+                                                         "warm_only": True},)) for i in todo}
+            for i, res in pending.items():
+                left = a_end - time.monotonic()
+                if left <= 0:
+                    break
                 try:
-                    row.update(_one(d, item, i, tolerance_for))
-                except Exception as exc:  # the candidate's own failure, with its reason
-                    msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-                    row.update(status="error", correct=False, reason=msg)
-                    if "CUDA" in msg or "cuda" in msg or "illegal" in msg:
-                        lost = f"not run: an earlier problem broke the CUDA context ({msg[:80]})"
-            w.writerow(row)
-            f.flush()
-            print(f"{row['level']} {row['problem']}: {row['status']} {row['speedup']} {row['reason'][:100]}",
-                  flush=True)
-            torch.cuda.empty_cache()
+                    warm[i] = res.get(timeout=left)
+                except Exception as exc:  # noqa: BLE001 - the worker died (killed for memory, native crash)
+                    if type(exc).__name__ == "TimeoutError":
+                        break
+                    warm[i] = {"status": "error", "correct": False, "fatal": True,
+                               "reason": f"warm-up worker died: {type(exc).__name__}: {exc}"[:300]}
+                log.info("warm %s %s: %s", manifest[i]["level"], manifest[i]["problem"],
+                         warm[i].get("status"))
+        finally:
+            pool.terminate()
+            pool.join()
+    # phase B
+    compile_left = args.compile_budget_s
+    pool = _pool(1, args.device)
+    try:
+        for i in todo:
+            w = warm.get(i, {})
+            if w.get("fatal"):
+                rows[i].update({k: w.get(k, "") for k in ("status", "correct", "reason", "first_call_s")})
+                rows[i]["reason"] = f"(warm-up, not timed: breaks its CUDA context) {w.get('reason', '')}"[:300]
+                continue
+            left = t_end - time.monotonic() - 5.0
+            if left < 3.0:
+                rows[i].update(status="not_run", reason="the call's --budget-s was spent")
+                continue
+            use_compile = compile_left > 0 and "compile_reason" not in w
+            t0 = time.monotonic()
+            res = pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": min(args.cap_s, left),
+                                                 "compile": use_compile, "warm_only": False},))
+            try:
+                r = res.get(timeout=min(args.cap_s, left) + 10)
+            except Exception as exc:  # noqa: BLE001 - hung or died: a fresh worker for the next problem
+                r = {"status": "error", "correct": False, "fatal": True,
+                     "reason": f"worker lost: {type(exc).__name__}: {exc}"[:300]}
+            if use_compile:
+                compile_left -= time.monotonic() - t0
+            r.setdefault("reason", "")
+            if w.get("compile_reason") and not r["reason"]:
+                r["reason"] = w["compile_reason"]
+            rows[i].update(r)
+            log.info("%s %s: %s %s", manifest[i]["level"], manifest[i]["problem"], r.get("status"),
+                     r.get("reason", "")[:100])
+            if r.get("fatal"):
+                pool.terminate()
+                pool.join()
+                pool = _pool(1, args.device)
+    finally:
+        pool.terminate()
+        pool.join()
+    for r in rows.values():
+        e, c, dr = (float(r.get(k) or 0) for k in ("eager_us", "compile_us", "draft_us"))
+        if dr > 0 and r.get("correct"):
+            r["speedup_vs_eager"] = f"{e / dr:.4g}" if e else ""
+            r["speedup_vs_compile"] = f"{c / dr:.4g}" if c else ""
+    _write(out, args, [rows[i] for i in range(len(manifest))])
     return 0
 
 
-def _one(d: Path, item: dict, i: int, tolerance_for) -> dict:  # noqa: ANN001
-    import torch
+def summarize(rows: list[dict]) -> dict:
+    from benchmarks import lowering_gpu_worker as wk
 
-    ref = _load(d / item["spec"], f"ref_{i}")
-    cand = _load(d / item["candidate"], f"cand_{i}")
-    torch.manual_seed(7)
-    init = ref.get_init_inputs()
-    torch.manual_seed(8)
-    model = ref.Model(*init).cuda()
-    torch.manual_seed(8)
-    model_new = cand.ModelNew(*init).cuda()
-    torch.manual_seed(9)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
-    with torch.no_grad():
-        want = _flat(model(*inputs))
-        t0 = time.perf_counter()
-        got = _flat(model_new(*inputs))
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - t0
-        worst, ok, why = 0.0, True, ""
-        for j, (a, b) in enumerate(zip(want, got)):
-            if not isinstance(a, torch.Tensor):
-                continue
-            if a.shape != b.shape:
-                ok, why = False, f"output {j}: shape {tuple(b.shape)} vs {tuple(a.shape)}"
-                break
-            atol, rtol = tolerance_for(a.dtype)
-            err = (b.double() - a.double()).abs()
-            worst = max(worst, float(err.max()) if err.numel() else 0.0)
-            bad = (err > atol + rtol * a.double().abs()) & ~(torch.isnan(a) & torch.isnan(b))
-            if bool(bad.any()):
-                ok, why = False, f"output {j}: {int(bad.sum())} of {a.numel()} elements differ (max abs {worst:.3g})"
-                break
-        eager = _time_us(lambda: model(*inputs))
-        lowered = _time_us(lambda: model_new(*inputs))
-        ind: dict = {}
-        if _COMPILE["left_s"] > 0:
-            t0 = time.perf_counter()
-            try:
-                compiled = torch.compile(model)
-                compiled(*inputs)
-                torch.cuda.synchronize()
-                ind["inductor_compile_s"] = f"{time.perf_counter() - t0:.1f}"
-                ind_us = _time_us(lambda: compiled(*inputs))
-                ind.update(inductor_us=f"{ind_us:.2f}", speedup_vs_inductor=f"{ind_us / lowered:.4f}")
-            except Exception as exc:  # inductor's own failure: the row keeps its eager numbers
-                ind["reason"] = "; ".join(x for x in (why, f"torch.compile: {type(exc).__name__}: {exc}"
-                                                      .splitlines()[0][:200]) if x)
-            _COMPILE["left_s"] -= time.perf_counter() - t0
-    n_kernels = (d / item["candidate"]).read_text().count("@triton.jit")
-    return {"status": "passed" if ok else "incorrect", "correct": ok, "max_abs_err": f"{worst:.3g}",
-            "eager_us": f"{eager:.2f}", "lowered_us": f"{lowered:.2f}", "speedup": f"{eager / lowered:.4f}",
-            "n_kernels": n_kernels, "compile_s": f"{compile_s:.2f}", "reason": why, **ind}
+    out = {}
+    for lvl in sorted({r["level"] for r in rows}):
+        rs = [r for r in rows if r["level"] == lvl]
+        ran = [r for r in rs if r.get("status") not in ("not_run", "not_lowered", None)]
+        ok = [r for r in rs if r.get("correct") is True]
+        ve = [float(r["speedup_vs_eager"]) for r in ok if r.get("speedup_vs_eager")]
+        vc = [float(r["speedup_vs_compile"]) for r in ok if r.get("speedup_vs_compile")]
+        out[str(lvl)] = {"problems": len(rs), "ran": len(ran), "correct": len(ok),
+                         "correct_share_of_problems": round(len(ok) / len(rs), 4) if rs else None,
+                         "geomean_vs_eager": round(wk.geomean(ve), 4) if ve else None,
+                         "geomean_vs_compile": round(wk.geomean(vc), 4) if vc else None,
+                         "fast_1_vs_eager": round(sum(x > 1 for x in ve) / len(rs), 4) if rs else None,
+                         "fast_1_vs_compile": round(sum(x > 1 for x in vc) / len(rs), 4) if rs else None,
+                         "below_0.2x_eager": sum(x < 0.2 for x in ve)}
+    return out
+
+
+def provenance(args: argparse.Namespace) -> dict:
+    import platform
+    import subprocess
+
+    import torch
+    import triton
+
+    p = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version(),
+         "torch": torch.__version__, "triton": triton.__version__, "device": args.device,
+         "argv": sys.argv[1:], "timing": "CUDA events around each call, median" if args.device == "cuda"
+         else "perf_counter, median (CPU interpreter: a dry run, not a speed)",
+         "tf32": "off in eager and torch.compile unless the spec sets ALLOW_TF32",
+         "tuned_draft_us": "not measured: no offline-tuner budget in this call"}
+    try:
+        p["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                     cwd=Path(__file__).resolve().parents[1]).stdout.strip() or args.commit
+    except OSError:
+        p["commit"] = args.commit
+    p["commit"] = p["commit"] or args.commit
+    if args.device == "cuda" and torch.cuda.is_available():
+        p["gpu"] = torch.cuda.get_device_name(0)
+        try:
+            p["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                         capture_output=True, text=True).stdout.strip()
+        except OSError:
+            p["driver"] = ""
+        p["cuda"] = torch.version.cuda
+    return p
+
+
+def _write(out: Path, args: argparse.Namespace, rows: list[dict]) -> None:
+    with (out / "lowering_gpu.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
+    (out / "summary.json").write_text(json.dumps(summarize(rows), indent=1))
+    (out / "provenance.json").write_text(json.dumps(provenance(args), indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,13 +291,27 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--reuse", action="store_true", help="keep candidates an earlier stage call wrote")
     s.add_argument("--prepare-timeout", type=float, default=600.0,
                    help="seconds one problem may spend lowering before it is recorded as timed out")
+    s.add_argument("--max-elems", type=int, default=0,
+                   help="stage at reduced sizes (the suites' auto-sizer), for the CPU dry run; 0: published sizes")
+    s.add_argument("--retry-failed", action="store_true", help="with --reuse, lower again the ones that failed")
     r = sub.add_parser("run")
     r.add_argument("--dir", default=".cache/lowering_gpu")
-    r.add_argument("--out", default="gpu.csv")
-    r.add_argument("--budget-s", type=float, default=240.0)
-    r.add_argument("--compile-budget-s", type=float, default=120.0,
-                   help="seconds of torch.compile (inductor) of the references, problems in manifest order")
+    r.add_argument("--out", default="lowering_gpu_out", help="folder: lowering_gpu.csv, summary.json, provenance.json")
+    r.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    r.add_argument("--budget-s", type=float, default=400.0, help="the whole call ends before this many seconds")
+    r.add_argument("--warm-share", type=float, default=0.4, help="share of --budget-s for phase A (parallel warm-up)")
+    r.add_argument("--workers", type=int, default=8, help="phase A processes (0: no warm-up phase)")
+    r.add_argument("--cap-s", type=float, default=60.0, help="seconds one problem may take in either phase")
+    r.add_argument("--timing-s", type=float, default=0.15, help="seconds of timed calls per contender")
+    r.add_argument("--max-reps", type=int, default=30)
+    r.add_argument("--compile-budget-s", type=float, default=150.0,
+                   help="phase B seconds for torch.compile (compiled, then timed), problems in manifest order")
+    r.add_argument("--levels", default="", help="e.g. 1,2 (default: all in the manifest)")
+    r.add_argument("--limit", type=int, default=0, help="the first N problems of the manifest")
+    r.add_argument("--cache-dir", default=".cache/lowering_gpu_cache")
+    r.add_argument("--commit", default="", help="recorded when git is not available where it runs")
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     return stage(args) if args.cmd == "stage" else run(args)
 
 

@@ -15,13 +15,10 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-# copies, gather, pool and scan register their primitives on import
-from workbench.lowering import conv, copies, gather, glue, pool, scan, templates  # noqa: F401
+from workbench.lowering import conv, copies, glue, primitives, templates
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
-from workbench.lowering.pointwise import HELPERS
-from workbench.lowering.primitives import PRIMITIVES
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +40,6 @@ def _numel(shape):
         n *= d
     return n
 '''
-
-MUL_COMBINE = '''@triton.jit
-def _mul_combine(a, b):
-    return a * b
-'''
-
 
 def attr_path(root: str, path: str) -> str:
     """`self.layers[0].weight` style access without a computed getattr (the static policy refuses those)."""
@@ -221,12 +212,12 @@ class Emitter:
         if p in glue.GLUE and not copies.constant_output(node):
             self.lines += glue.GLUE[p](v, node, self.expr)
             return
-        prim = PRIMITIVES.get(p)
+        prim = primitives.lookup(p)
         if prim is not None:
             _, launch = self.add_kernel(prim.prefix, lambda nm: prim.make(nm, node, self.names, self.expr))
             self.tunables |= set(prim.tunables)
             if prim.tuple_out:
-                self.tuple_vars[node] = [f"{v}_0", f"{v}_1"]
+                self.tuple_vars[node] = [f"{v}_{i}" for i in range(prim.n_out)]
             self.lines.append(f"# {op_name(node).removeprefix('aten.')}")
             self.lines += launch
             return
@@ -258,15 +249,3 @@ def _render(obj: Any) -> str:
     if isinstance(obj, dict):
         return "{" + ", ".join(f"{k!r}: {_render(v)}" for k, v in obj.items()) + "}"
     return repr(obj)
-
-
-def helper_sources(used: set[str]) -> list[str]:
-    out = []
-    for name in sorted(used):
-        if name == "_mul_combine":
-            out.append(MUL_COMBINE)
-        elif name in ("_cummax_combine", "_cummin_combine"):
-            out.append(scan.combine_source(name[4:7]))
-        elif name in HELPERS:
-            out.append(HELPERS[name])
-    return out

@@ -17,10 +17,12 @@ from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, build_body, store_lines, torch_dtype
 from workbench.lowering.graph import dtype, op_name, val
 from workbench.lowering.partition import Group
+from workbench.lowering.primitives import register_tunables
 
 TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS")
 DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 64), "CONV_BLOCK_CO": ([16, 32, 64, 128], 32),
             "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4)}
+register_tunables(DEFAULTS)
 
 
 def _decompose(var: str, names: list[str], sizes: list[str], out: list[str]) -> str:

@@ -7,9 +7,9 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.lowering import templates
+from workbench.lowering import primitives
 from workbench.lowering.capture import CaptureError, capture, spec_module
-from workbench.lowering.codegen import RUNTIME_HELPERS, Emitter, helper_sources, render_return
+from workbench.lowering.codegen import RUNTIME_HELPERS, Emitter, render_return
 from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
@@ -83,7 +83,7 @@ def _forward_signature(module: object, args: list[str]) -> str:
 
 
 def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
-    tunables = {k: templates.TUNABLE_DEFAULTS[k] for k in templates.TUNABLE_DEFAULTS if k in em.tunables}
+    tunables = {k: v for k, v in primitives.TUNABLE_DEFAULTS.items() if k in em.tunables}
     out: list[str] = [
         f'"""Triton candidate lowered from {spec_name} by workbench.lowering (no LLM).',
         "",
@@ -107,7 +107,7 @@ def assemble(em: Emitter, init, cap, spec_name: str, fwd_sig: str) -> str:
         out += ["# Triton's interpreter (TRITON_INTERPRET=1, CPU) gets bf16 tl.dot wrong: bf16 tiles go to fp32 there",
                 '_DOT_F32 = os.environ.get("TRITON_INTERPRET", "0") == "1"']
     out += ["", ""]
-    for h in helper_sources(em.helpers):
+    for h in primitives.helper_sources(em.helpers):
         out += [h.rstrip(), "", ""]
     for k in em.kernel_src:
         out += [k.rstrip(), "", ""]

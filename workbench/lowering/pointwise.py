@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import torch
 
+from workbench.lowering.primitives import HELPERS
+
 TL_DTYPE = {
     torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16", torch.float32: "tl.float32",
     torch.float64: "tl.float64", torch.int8: "tl.int8", torch.int16: "tl.int16", torch.int32: "tl.int32",
@@ -82,7 +84,7 @@ def _promote(vals: list[Val]) -> torch.dtype:
 
 
 # Helper functions emitted into the candidate when used: name -> source.
-HELPERS: dict[str, str] = {
+HELPERS.update({  # the registry's table (workbench/lowering/primitives.py): one place for every helper
     "_rbf16": '''@triton.jit
 def _rbf16(x):
     # fp32 -> bf16 rounding to nearest even, done on the bits: Triton's interpreter truncates in
@@ -193,7 +195,7 @@ def _lgamma(x):
     out = tl.where(tl.abs(x) == float("inf"), float("inf"), out)
     return tl.where(x != x, x, out)
 ''',
-}
+})
 
 
 def _h(name: str, used: set[str]) -> str:

@@ -16,10 +16,11 @@ import torch.fx as fx
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import dtype, op_name, packet, val
-from workbench.lowering.primitives import Primitive, register
+from workbench.lowering.primitives import Primitive, register, register_helper, register_tunables
 
 TUNABLES = ("SCAN_BLOCK_M", "SCAN_BLOCK_N", "NUM_WARPS")
 DEFAULTS = {"SCAN_BLOCK_M": ([1, 2, 4, 8], 4), "SCAN_BLOCK_N": ([64, 128, 256, 512, 1024], 256)}
+register_tunables(DEFAULTS)
 
 
 def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -31,8 +32,6 @@ def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
     acc_dt = pw.compute_dtype(out_dt) if out_dt.is_floating_point else torch.int64
     acc = pw.TL_DTYPE[acc_dt]
     used: set[str] = set()
-    if prod:
-        used.add("_mul_combine")
     L = ["rows = tl.program_id(0).to(tl.int64) * SCAN_BLOCK_M + tl.arange(0, SCAN_BLOCK_M)", "rmask = rows < M",
          f"carry = tl.full([SCAN_BLOCK_M], {1 if prod else 0}, {acc})",
          "for n0 in range(0, N, SCAN_BLOCK_N):",
@@ -41,7 +40,10 @@ def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
          f"    v = tl.load(x_ptr + rows[:, None] * x_sm + cols[None, :] * x_sn, mask=m, other={1 if prod else 0})"
          f".to({acc})"]
     if prod:
-        L += ["    c = tl.cumprod(v, axis=1) * carry[:, None]", "    carry = carry * tl.reduce(v, 1, _mul_combine)"]
+        # the carry is the last column of the chunk's scan: a loop-carried tl.reduce with a custom combine
+        # stops sm_90's compile (TritonGPUOptimizeThreadLocality: `PassManager::run failed`, seen on the H200)
+        L += ["    c = tl.cumprod(v, axis=1) * carry[:, None]",
+              "    carry = tl.sum(tl.where(cols[None, :] == n0 + SCAN_BLOCK_N - 1, c, 0), axis=1)"]
     else:
         L += ["    c = tl.cumsum(v, axis=1) + carry[:, None]", "    carry = carry + tl.sum(v, axis=1)"]
     store = pw.narrow("c", out_dt, used) if acc_dt == torch.float32 and out_dt != torch.float32 else \
@@ -124,6 +126,8 @@ def extreme_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     return src, launch, {comb}
 
 
+for _kind in ("max", "min"):
+    register_helper(f"_cum{_kind}_combine", combine_source(_kind))
 for _op in ("cumsum", "cumprod"):
     register(_op, Primitive("scan", TUNABLES, scan_kernel))
 for _op in ("cummax", "cummin"):

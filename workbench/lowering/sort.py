@@ -20,10 +20,11 @@ import torch.fx as fx
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.pointwise import HELPERS
-from workbench.lowering.primitives import Primitive, register
+from workbench.lowering.primitives import Primitive, register, register_tunables
 
 TUNABLES = ("SORT_BLOCK_M", "NUM_WARPS")
 DEFAULTS = {"SORT_BLOCK_M": ([1, 2, 4, 8, 16], 4)}
+register_tunables(DEFAULTS)
 MAX_N = 8192      # the longest row one program sorts (OpInfo's sort samples reach 8000)
 ROW_ELEMS = 4096  # short rows are packed up to this many elements per program
 # the bitonic network written with reshapes and sums, not `tl.sort`: Triton's interpreter runs tl.sort's

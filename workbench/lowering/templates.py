@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import torch.fx as fx
 
-from workbench.lowering import bucketize, conv, copies, frexp, pool, scan, sort  # noqa: F401 - they register themselves
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.graph import dtype, rank, val
 from workbench.lowering.partition import Group
+from workbench.lowering.primitives import register_helper, register_tunables
 
 TUNABLE_DEFAULTS = {
     "BLOCK": ([256, 512, 1024, 2048, 4096], 1024),
@@ -25,10 +25,11 @@ TUNABLE_DEFAULTS = {
     "MM_NUM_WARPS": ([2, 4, 8], 4),
     "MM_NUM_STAGES": ([1, 2, 3, 4], 2),
 }
-TUNABLE_DEFAULTS.update(conv.DEFAULTS)
-TUNABLE_DEFAULTS.update(pool.DEFAULTS)
-TUNABLE_DEFAULTS.update(scan.DEFAULTS)
-TUNABLE_DEFAULTS.update(sort.DEFAULTS)
+register_tunables(TUNABLE_DEFAULTS)
+register_helper("_mul_combine", """@triton.jit
+def _mul_combine(a, b):
+    return a * b
+""")
 
 
 def indent(lines: list[str], n: int = 4) -> list[str]:

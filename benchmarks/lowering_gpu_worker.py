@@ -1,0 +1,232 @@
+"""One staged problem of `benchmarks/lowering_gpu.py run`: check the draft against eager, then time.
+
+Imported by the run's worker processes (spawned: each owns its CUDA context, so a candidate that breaks
+its context takes only its own process down). On `cpu` the interpreter is set before triton is imported
+(the dry run at small sizes); times are then wall clock, on `cuda` CUDA events (median).
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+_FATAL = ("illegal memory access", "unspecified launch failure", "device-side assert", "CUDA error",
+          "misaligned address", "an illegal instruction")
+
+
+def init_worker(device: str) -> None:
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    signal.signal(signal.SIGALRM, _alarm)
+
+
+class ProblemTimeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler signature
+    raise ProblemTimeout("the problem's time cap was reached")
+
+
+def fatal(reason: str) -> bool:
+    return any(s in reason for s in _FATAL)
+
+
+def _flat(o: Any) -> list[Any]:
+    return [y for x in o for y in _flat(x)] if isinstance(o, (list, tuple)) else [o]
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_us(fn: Any, device: str, budget_s: float, max_reps: int) -> float:
+    """Median microseconds of fn(): CUDA events around each call on cuda, perf_counter on cpu."""
+    import torch
+
+    fn()
+    _sync(device)
+    t0 = time.perf_counter()
+    fn()
+    _sync(device)
+    once = time.perf_counter() - t0
+    reps = max(3, min(max_reps, int(budget_s / max(once, 1e-6))))
+    times = []
+    for _ in range(reps):
+        if device == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) * 1000.0)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def count_launches(fn: Any) -> int:
+    """Triton kernel launches of one call of fn (JITFunction.run, or the interpreter's run)."""
+    from triton.runtime import interpreter, jit
+
+    n = [0]
+    saved = []
+    for cls in (jit.JITFunction, interpreter.InterpretedFunction):
+        orig = cls.run
+
+        def run(self, *a, _orig=orig, **k):  # noqa: ANN001, ANN202
+            n[0] += 1
+            return _orig(self, *a, **k)
+        saved.append((cls, orig))
+        cls.run = run
+    try:
+        fn()
+    finally:
+        for cls, orig in saved:
+            cls.run = orig
+    return n[0]
+
+
+def compare(want: list[Any], got: list[Any]) -> tuple[bool, float, str]:
+    import torch
+
+    from workbench.tolerances import tolerance_for
+
+    if len(want) != len(got):
+        return False, 0.0, f"{len(got)} outputs vs {len(want)}"
+    worst = 0.0
+    for j, (a, b) in enumerate(zip(want, got)):
+        if not isinstance(a, torch.Tensor):
+            if a != b:
+                return False, worst, f"output {j}: {b!r} vs {a!r}"
+            continue
+        if not isinstance(b, torch.Tensor) or a.shape != b.shape:
+            return False, worst, f"output {j}: shape {getattr(b, 'shape', type(b))} vs {tuple(a.shape)}"
+        if a.dtype.is_floating_point or a.dtype.is_complex:
+            atol, rtol = tolerance_for(a.dtype)
+            err = (b.double() - a.double()).abs()
+            both_nan = torch.isnan(a) & torch.isnan(b)
+            err = torch.where(both_nan, torch.zeros_like(err), err)
+            worst = max(worst, float(err.max()) if err.numel() else 0.0)
+            bad = (err > atol + rtol * a.double().abs()) | (torch.isnan(err))
+            if bool(bad.any()):
+                n_bad = int(bad.sum())
+                return False, worst, f"output {j}: {n_bad} of {a.numel()} elements differ (max abs {worst:.3g})"
+        elif not torch.equal(a, b.to(a.dtype)):
+            return False, worst, f"output {j}: integer/bool outputs differ"
+    return True, worst, ""
+
+
+def _load(d: Path, item: dict, tag: str) -> tuple[Any, Any]:
+    import importlib.util
+    import sys
+
+    from workbench.spec import load_spec
+
+    ref = load_spec(d / item["spec"], item.get("overrides") or {}, module_name=f"ref_{tag}").module
+    spec = importlib.util.spec_from_file_location(f"cand_{tag}", d / item["candidate"])
+    cand = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[f"cand_{tag}"] = cand
+    spec.loader.exec_module(cand)  # type: ignore[union-attr]
+    return ref, cand
+
+
+def measure(job: dict) -> dict:
+    """Check and time one problem. job: dir, item, device, cap_s, timing (s per contender), compile (bool),
+    warm_only (bool: first calls only, to fill Triton's and Inductor's caches)."""
+    import torch
+
+    device, item = job["device"], job["item"]
+    row: dict[str, Any] = {}
+    signal.alarm(max(1, int(job["cap_s"])))
+    t_start = time.perf_counter()
+    stage = "load"
+    try:
+        ref, cand = _load(Path(job["dir"]), item, f"{item['level']}_{item['problem']}".replace("-", "_"))
+        tf32 = bool(getattr(ref, "ALLOW_TF32", False))
+        if device == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+        row["tf32"] = tf32
+        stage = "init"
+        torch.manual_seed(7)
+        init = ref.get_init_inputs()
+        torch.manual_seed(8)
+        model = ref.Model(*init).to(device)
+        torch.manual_seed(8)
+        model_new = cand.ModelNew(*init).to(device)
+        torch.manual_seed(9)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+        with torch.no_grad():
+            stage = "eager"
+            want = _flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+            stage = "draft first call"
+            t0 = time.perf_counter()
+            got = _flat(model_new(*inputs))
+            _sync(device)
+            row["first_call_s"] = round(time.perf_counter() - t0, 2)
+            ok, worst, why = compare(want, got)
+            del want, got
+            row.update(status="passed" if ok else "incorrect", correct=ok, max_abs_err=f"{worst:.3g}", reason=why)
+            stage = "kernels"
+            row["n_kernels"] = count_launches(lambda: model_new(*inputs))
+            compiled = None
+            if job["compile"]:
+                stage = "torch.compile"
+                t0 = time.perf_counter()
+                try:
+                    compiled = torch.compile(model)
+                    compiled(*inputs)
+                    _sync(device)
+                    row["inductor_compile_s"] = round(time.perf_counter() - t0, 1)
+                except Exception as exc:  # noqa: BLE001 - inductor's own failure: the row keeps the rest
+                    compiled = None
+                    row["compile_reason"] = f"torch.compile: {_line(exc)}"
+            if job["warm_only"]:
+                return row
+            b, reps = job["timing"], job.get("max_reps", 50)
+            stage = "timing eager"
+            row["eager_us"] = round(time_us(lambda: model(*inputs), device, b, reps), 2)
+            stage = "timing draft"
+            row["draft_us"] = round(time_us(lambda: model_new(*inputs), device, b, reps), 2)
+            if compiled is not None:
+                stage = "timing torch.compile"
+                row["compile_us"] = round(time_us(lambda: compiled(*inputs), device, b, reps), 2)
+    except ProblemTimeout:
+        row.update(status=row.get("status", "timeout"), reason=row.get("reason") or
+                   f"time cap {job['cap_s']:.0f} s reached during {stage}")
+        row.setdefault("correct", False)
+    except Exception as exc:  # noqa: BLE001 - the candidate's (or spec's) failure, with its reason
+        status = "error" if stage not in ("load", "init", "eager") else f"error_in_{stage}"
+        row.update(status=row.get("status", status), correct=row.get("correct", False),
+                   reason=row.get("reason") or f"{stage}: {_line(exc)}")
+    finally:
+        signal.alarm(0)
+        row["wall_s"] = round(time.perf_counter() - t_start, 1)
+        if device == "cuda":
+            try:
+                torch.cuda.empty_cache()
+            except Exception:  # noqa: BLE001 - a broken context: the parent replaces this worker
+                row["fatal"] = True
+    if fatal(str(row.get("reason", ""))):
+        row["fatal"] = True
+    return row
+
+
+def _line(exc: BaseException) -> str:
+    lines = [x for x in f"{type(exc).__name__}: {exc}".splitlines() if x.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
