@@ -147,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
             rows[i].update(status="not_lowered", correct=False, reason=m.get("diagnosis", ""))
         else:
             todo.append(i)
+    # levels interleaved (1, 2, 3, 1, 2, ...): when the budget ends first, every level has timed rows
+    by_level: dict[int, list[int]] = {}
+    for i in todo:
+        by_level.setdefault(manifest[i]["level"], []).append(i)
+    todo = [i for k in range(max(map(len, by_level.values()), default=0)) for lv in sorted(by_level)
+            for i in by_level[lv][k:k + 1]]
     job = {"dir": str(d), "device": args.device, "timing": args.timing_s, "max_reps": args.max_reps}
     # phase A
     warm: dict[int, dict] = {}
@@ -155,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         pool = _pool(args.workers, args.device)
         try:
             pending = {i: pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": args.cap_s,
-                                                         "compile": args.compile_budget_s > 0,
+                                                         "compile": args.warm_compile,
                                                          "warm_only": True},)) for i in todo}
             for i, res in pending.items():
                 left = a_end - time.monotonic()
@@ -185,9 +191,15 @@ def run(args: argparse.Namespace) -> int:
                 continue
             left = t_end - time.monotonic() - 5.0
             if left < 3.0:
-                rows[i].update(status="not_run", reason="the call's --budget-s was spent")
+                if w:  # checked in the warm-up phase, not timed
+                    rows[i].update({k: w[k] for k in ("status", "correct", "max_abs_err", "n_kernels", "first_call_s",
+                                                      "tf32") if k in w})
+                    rows[i]["reason"] = ("not timed (budget); correctness from the warm-up phase. "
+                                         + str(w.get("reason", "")))[:300]
+                else:
+                    rows[i].update(status="not_run", reason="the call's --budget-s was spent")
                 continue
-            use_compile = compile_left > 0 and "compile_reason" not in w
+            use_compile = compile_left > 0 and "compile_reason" not in w and todo.index(i) % args.compile_every == 0
             t0 = time.monotonic()
             res = pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": min(args.cap_s, left),
                                                  "compile": use_compile, "warm_only": False},))
@@ -306,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-reps", type=int, default=30)
     r.add_argument("--compile-budget-s", type=float, default=150.0,
                    help="phase B seconds for torch.compile (compiled, then timed), problems in manifest order")
+    r.add_argument("--compile-every", type=int, default=1,
+                   help="torch.compile every K-th problem of phase B's (level-interleaved) order")
+    r.add_argument("--warm-compile", action="store_true", help="phase A also runs torch.compile (fills its cache)")
     r.add_argument("--levels", default="", help="e.g. 1,2 (default: all in the manifest)")
     r.add_argument("--limit", type=int, default=0, help="the first N problems of the manifest")
     r.add_argument("--cache-dir", default=".cache/lowering_gpu_cache")

@@ -158,14 +158,17 @@ def measure(job: dict) -> dict:
             torch.backends.cudnn.allow_tf32 = tf32
         row["tf32"] = tf32
         stage = "init"
-        torch.manual_seed(7)
-        init = ref.get_init_inputs()
-        torch.manual_seed(8)
-        model = ref.Model(*init).to(device)
-        torch.manual_seed(8)
-        model_new = cand.ModelNew(*init).to(device)
-        torch.manual_seed(9)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+        # parameters and inputs made on the device (KernelBench's published inputs reach 6 GB: a CPU randn
+        # of them takes seconds); Model and ModelNew from the same seed on the same device are identical
+        with torch.device(device):
+            torch.manual_seed(7)
+            init = ref.get_init_inputs()
+            torch.manual_seed(8)
+            model = ref.Model(*init).to(device)
+            torch.manual_seed(8)
+            model_new = cand.ModelNew(*init).to(device)
+            torch.manual_seed(9)
+            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
         with torch.no_grad():
             stage = "eager"
             want = _flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))

@@ -19,7 +19,7 @@ SPECS = Path(__file__).parent / "specs"
 # epilogue, conv (2d, 3d, transposed, depthwise) with pool, bmm, scan
 REPRESENTATIVE = ["kb_cumprod", "kb_linear_relu", "kb_softmax_dim0", "kb_layernorm_gelu", "kb_groupnorm_swish",
                   "kb_argmax_logsumexp", "kb_l2norm_clamp", "kb_bmm_scale_mean", "kb_conv_bn_relu",
-                  "kb_conv3d_avgpool", "kb_convt_tanh_maxpool", "kb_depthwise_hardswish", "mlp_softmax"]
+                  "kb_conv3d_avgpool", "kb_convt_tanh_maxpool", "kb_depthwise_hardswish", "mlp_softmax", "rnn_lstm"]
 
 
 def _draft(stem: str, tmp: Path):  # noqa: ANN202 - (source, launches)

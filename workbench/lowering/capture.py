@@ -129,6 +129,8 @@ def capture(module: Any) -> Captured:
     """Export `module.Model` on fake inputs; raise CaptureError with one line on failure."""
     import inspect
 
+    from workbench.lowering.rnn import whole_rnn
+
     def build() -> tuple[torch.nn.Module, tuple]:
         try:
             model, inputs, _mode = fake_model_and_inputs(module)
@@ -155,7 +157,8 @@ def capture(module: Any) -> Captured:
         try:
             with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), _quiet_torch_logs():
                 warnings.simplefilter("ignore")
-                ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
+                with whole_rnn():
+                    ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
                 ep = ep.run_decompositions(decomposition_table())
             break
         except Exception as exc:  # export raises many types (UserError, GuardOnDataDependent...)

@@ -8,10 +8,16 @@ launches. Kept whole (capture leaves these two ops out of the decompositions), e
    gates = pre[b, t] + h @ W_hh^T + b_hh, then the cell (torch's gate order: LSTM i f g o, GRU r z n with
    n = tanh(pre_n + r * (h W_hn + b_hn))). h lives in a [2, B, H] scratch (read one half, write the other,
    a barrier between steps: the block's own global writes are visible to it after __syncthreads); c in c_n.
+Capture routes nn.LSTM/nn.GRU to the custom ops `wb_lowering::lstm` / `wb_lowering::gru` (`whole_rnn()`,
+around the export): their fake implementation gives the output shapes at once, where fake-tensor
+propagation of aten.lstm itself runs the decomposition, cell by cell (36_LSTMHn at published sizes: minutes).
 fp32 only (KernelBench's RNNs); dots in IEEE fp32. Dropout between layers in training mode (random) and
 proj_size are refused.
 """
 from __future__ import annotations
+
+import contextlib
+from typing import Iterator
 
 import torch
 import torch.fx as fx
@@ -174,6 +180,71 @@ def rnn_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tup
     if not gru:
         L.append(f"{outs[2]} = _cn")
     return _kernels(name, gru), L, {"_rnn_tanh"}
+
+
+@torch.library.custom_op("wb_lowering::lstm", mutates_args=())
+def _lstm_op(x: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], has_biases: bool,
+             num_layers: int, dropout: float, train: bool, bidirectional: bool,
+             batch_first: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    out = torch.ops.aten.lstm.input(x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                                    batch_first)
+    return tuple(o.clone() for o in out)  # type: ignore[return-value]
+
+
+@_lstm_op.register_fake
+def _lstm_fake(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: ANN001, ANN202
+    return _out_like(x, hx[0], bidirectional, batch_first), hx[0].new_empty(hx[0].shape), hx[1].new_empty(hx[1].shape)
+
+
+@torch.library.custom_op("wb_lowering::gru", mutates_args=())
+def _gru_op(x: torch.Tensor, hx: torch.Tensor, params: list[torch.Tensor], has_biases: bool, num_layers: int,
+            dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.ops.aten.gru.input(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    return tuple(o.clone() for o in out)  # type: ignore[return-value]
+
+
+@_gru_op.register_fake
+def _gru_fake(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: ANN001, ANN202
+    return _out_like(x, hx, bidirectional, batch_first), hx.new_empty(hx.shape)
+
+
+def _out_like(x: torch.Tensor, h: torch.Tensor, bidirectional: bool, batch_first: bool) -> torch.Tensor:
+    dirs = 2 if bidirectional else 1
+    if x.dim() == 2:  # unbatched
+        return x.new_empty([x.shape[0], dirs * h.shape[-1]])
+    return x.new_empty([x.shape[0], x.shape[1], dirs * h.shape[-1]])
+
+
+class _VFShim:
+    """torch.nn.modules.rnn's `_VF` during capture: lstm and gru (the input overloads) become the custom ops."""
+
+    def __init__(self, real: object) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+    def lstm(self, *args: object) -> object:
+        if isinstance(args[1], (list, tuple)) and len(args) == 9:
+            return torch.ops.wb_lowering.lstm(*args)
+        return self._real.lstm(*args)  # the packed-sequence overload: decomposed as before
+
+    def gru(self, *args: object) -> object:
+        if isinstance(args[1], torch.Tensor) and len(args) == 9 and not isinstance(args[2], torch.Tensor):
+            return torch.ops.wb_lowering.gru(*args)
+        return self._real.gru(*args)
+
+
+@contextlib.contextmanager
+def whole_rnn() -> Iterator[None]:
+    from torch.nn.modules import rnn as nn_rnn
+
+    real = nn_rnn._VF
+    nn_rnn._VF = _VFShim(real)
+    try:
+        yield
+    finally:
+        nn_rnn._VF = real
 
 
 register_tunables(DEFAULTS)
