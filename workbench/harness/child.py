@@ -163,7 +163,8 @@ def _exact_outputs(out: Any, guard: Guard) -> list[Any]:
                 tag = f"output_type:{o.layout}/{o.device.type}"
                 if tag not in guard.violations:
                     guard.violations.append(tag)
-            clean.append(o.detach().cpu().clone())
+            o = o.detach()
+            clean.append(o.cpu() if o.device.type != "cpu" else o.clone())  # one host copy, not two
         else:
             clean.append(o)
     return clean

@@ -41,7 +41,7 @@ _STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
 # All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
 _STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
 # One round's sets when the candidate makes its inputs on its device (`child._InputMaker`).
-_DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "8192"))
+_DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "4096"))
 # What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
 # of what the harness stages into its process: an honest kernel at published sizes is never killed.
 MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
@@ -553,7 +553,10 @@ class _JobRun:
         # Its memory limit counts what it allocates itself: what the harness stages into its process (a
         # round's R sets, a trial set, their device copies' host side) comes on top.
         judge_total = int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
-        allowance = 0 if self.devgen and srv.device == "cuda" else 2 * prep["set_bytes"] * (plan.r_max + 2)
+        # Inputs made on the device stage nothing through host memory, but every saved output passes
+        # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
+        allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
+            2 * prep["set_bytes"] * (plan.r_max + 2)
         if cand.rss_limit:
             cand.rss_limit += allowance
         deadline = time.monotonic() + self.timeout
