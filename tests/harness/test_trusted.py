@@ -240,7 +240,7 @@ def test_every_job_starts_from_nothing(harness_env) -> None:
     # fresh seeds: the same candidate sees other inputs in the next job
     assert a["FIRST"] != b["FIRST"]
     # a fresh uid and a session keyring of its own for every job
-    assert first.isolation["uid"] != second.isolation["uid"]
+    assert first.isolation["claimed"]["uid"] != second.isolation["claimed"]["uid"]
     assert first.isolation["claimed"]["fresh_keyring"] is True
     # no descriptor reaches a file or socket outside the sandbox
     for entry in a["FDS"].split():

@@ -404,7 +404,7 @@ class Server:
         """The candidate's PID-namespace init, seen from here (its parent `pid` forked it at spawn)."""
         if not self.isolate:
             return pid
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + 30.0  # returns as soon as it exists; a loaded machine forks slowly
         while time.monotonic() < deadline:
             kids = _sandbox.child_pids(pid)
             if kids:
