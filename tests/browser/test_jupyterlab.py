@@ -56,6 +56,14 @@ def _status(driver: Any) -> str:
     return _js(driver, "const s = document.querySelector('#jp-main-statusbar'); return s ? s.innerText : ''")
 
 
+def _kernel_idle(driver: Any) -> bool:
+    """The notebook's kernel is idle: the status bar's "Idle" (JupyterLab before 4.6) or the toolbar's
+    execution indicator (4.6 dropped the status bar's kernel text)."""
+    return "Idle" in _status(driver) or bool(_js(
+        driver, "return !!document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                ".jp-Notebook-ExecutionIndicator[data-status=\"idle\"]');"))
+
+
 def _cells(driver: Any) -> list[Any]:
     from selenium.webdriver.common.by import By
 
@@ -82,7 +90,7 @@ def run_all(lab: Lab, browser: Browser, notebook: str) -> tuple[dict[str, Any], 
     d = browser.driver
     d.get(lab.lab_url(notebook))
     wait_for(lambda: len(_cells(d)) == len(nb["cells"]), 180, f"{notebook}: {len(nb['cells'])} cells in the page")
-    wait_for(lambda: "Idle" in _status(d), 180, f"{notebook}: the kernel idle before Run All ({_status(d)!r})")
+    wait_for(lambda: _kernel_idle(d), 180, f"{notebook}: the kernel idle before Run All ({_status(d)!r})")
     t0 = time.monotonic()
     d.find_element(By.XPATH, "//div[contains(@class,'lm-MenuBar-itemLabel') and text()='Run']").click()
     d.find_element(By.XPATH, "//div[contains(@class,'lm-Menu-itemLabel') and text()='Run All Cells']").click()
@@ -90,7 +98,7 @@ def run_all(lab: Lab, browser: Browser, notebook: str) -> tuple[dict[str, Any], 
     def done() -> bool:
         prompts = [e.text.strip("[]: ") for e in d.find_elements(
             By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")]
-        return bool(prompts) and all(p.isdigit() for p in prompts) and "Idle" in _status(d)
+        return bool(prompts) and all(p.isdigit() for p in prompts) and _kernel_idle(d)
 
     wait_for(done, RUN_TIMEOUT_S, f"{notebook}: every cell run ({_status(d)!r}); server log: {lab.log_tail(600)}")
     return nb, _cells(d), time.monotonic() - t0
