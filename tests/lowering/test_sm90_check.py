@@ -17,7 +17,8 @@ from workbench.lowering import sm90_check as sc
 SPECS = Path(__file__).parent / "specs"
 # one spec per template: pointwise, reduction (softmax, layer/group norm, argmax, l2 norm), matmul with
 # epilogue, conv (2d, 3d, transposed, depthwise) with pool, bmm, scan
-REPRESENTATIVE = ["kb_cumprod", "kb_linear_relu", "kb_softmax_dim0", "kb_layernorm_gelu", "kb_groupnorm_swish",
+REPRESENTATIVE = ["kb_cumprod", "kb_cumsum", "kb_linear_relu", "kb_softmax_dim0", "kb_layernorm_gelu",
+                  "kb_groupnorm_swish",
                   "kb_argmax_logsumexp", "kb_l2norm_clamp", "kb_bmm_scale_mean", "kb_conv_bn_relu",
                   "kb_conv3d_avgpool", "kb_convt_tanh_maxpool", "kb_depthwise_hardswish", "mlp_softmax", "rnn_lstm"]
 
@@ -53,6 +54,13 @@ def test_cumprod_draft_is_correct(tmp_path: Path) -> None:
     res = lower_spec(SPECS / "kb_cumprod.py")
     assert res.source is not None and "tl.reduce" not in res.source
     check_candidate(SPECS / "kb_cumprod.py", res.source, tmp_path)
+
+
+def test_cumsum_draft_is_correct(tmp_path: Path) -> None:
+    """cumsum's carry is its chunk's last column too (was `carry + tl.sum(v)`, which sm_90 refused)."""
+    res = lower_spec(SPECS / "kb_cumsum.py")
+    assert res.source is not None and "carry + tl.sum" not in res.source
+    check_candidate(SPECS / "kb_cumsum.py", res.source, tmp_path)
 
 
 def test_the_tuner_predicate_drops_a_config_that_cannot_fit(tmp_path: Path) -> None:

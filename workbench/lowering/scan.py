@@ -39,13 +39,12 @@ def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
          "    m = rmask[:, None] & (cols[None, :] < N)",
          f"    v = tl.load(x_ptr + rows[:, None] * x_sm + cols[None, :] * x_sn, mask=m, other={1 if prod else 0})"
          f".to({acc})"]
-    if prod:
-        # the carry is the last column of the chunk's scan: a loop-carried tl.reduce with a custom combine
-        # stops sm_90's compile (TritonGPUOptimizeThreadLocality: `PassManager::run failed`, seen on the H200)
-        L += ["    c = tl.cumprod(v, axis=1) * carry[:, None]",
-              "    carry = tl.sum(tl.where(cols[None, :] == n0 + SCAN_BLOCK_N - 1, c, 0), axis=1)"]
-    else:
-        L += ["    c = tl.cumsum(v, axis=1) + carry[:, None]", "    carry = carry + tl.sum(v, axis=1)"]
+    # the carry is the last column of the chunk's scan, for both: a loop-carried reduction (`carry +
+    # tl.sum(v)`, or tl.reduce with a custom combine) stops sm_90's compile in TritonGPUOptimizeThreadLocality
+    # (`PassManager::run failed`, seen on the H200 for cumsum and cumprod)
+    scan = "tl.cumprod(v, axis=1) * carry[:, None]" if prod else "tl.cumsum(v, axis=1) + carry[:, None]"
+    L += [f"    c = {scan}",
+          "    carry = tl.sum(tl.where(cols[None, :] == n0 + SCAN_BLOCK_N - 1, c, 0), axis=1)"]
     store = pw.narrow("c", out_dt, used) if acc_dt == torch.float32 and out_dt != torch.float32 else \
         f"c.to({pw.TL_DTYPE[out_dt]})"
     L.append(f"    tl.store(out_ptr + rows[:, None] * N + cols[None, :], {store}, mask=m)")
