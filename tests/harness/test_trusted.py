@@ -250,3 +250,47 @@ def test_every_job_starts_from_nothing(harness_env) -> None:
     # the sandbox is a bounded tmpfs: writing 64 MB into a 16 MB one stops with ENOSPC (28)
     m = re.match(r"stopped at (\d+) MB: OSError 28", a["FILL"])
     assert m and int(m.group(1)) <= 16, a["FILL"]
+
+
+# -- the outbox: judged outputs in a file the reference made and holds open -----------------------------
+def test_judged_outputs_travel_through_the_outbox(harness_env) -> None:
+    with harness_env() as h:
+        res = h.evaluate(SPEC, ROOT / "examples" / "vector_add" / "candidate.py", trials=2)
+    assert res.status == Status.PASSED, res.error
+    judged = res.details["judged"]
+    assert judged["files"] == 0 and judged["outbox"] >= 2 + 2, judged  # both trials and the timed ones
+
+
+def test_without_the_outbox_outputs_travel_as_files(harness_env) -> None:
+    with harness_env(WB_OUTBOX="off") as h:
+        res = h.evaluate(SPEC, ROOT / "examples" / "vector_add" / "candidate.py", trials=2)
+    assert res.status == Status.PASSED, res.error
+    assert res.details["judged"]["outbox"] == 0 and res.details["judged"]["files"] >= 4
+
+
+def test_a_truncated_outbox_is_the_candidates_failure(harness_env) -> None:
+    with harness_env(WB_GUARDS="off", WB_TEST_OUTBOX="truncate") as h:
+        res = h.evaluate(SPEC, TRUSTED / "tampers_outbox.py", trials=2, policy=False)
+    # the slots written before the cut read as zeros (later writes extend the file again) or as refused
+    assert res.status == Status.INCORRECT, (res.status, res.error)
+    assert "output refused" in res.error or "elements differ" in res.error, res.error
+
+
+def test_a_swapped_outbox_changes_nothing_the_judge_reads(harness_env) -> None:
+    with harness_env(WB_GUARDS="off", WB_TEST_OUTBOX="swap") as h:
+        res = h.evaluate(SPEC, TRUSTED / "tampers_outbox.py", trials=2, policy=False)
+    # its outputs went into the original file before the swap: the judge still reads that one
+    assert res.status == Status.PASSED and res.details["judged"]["outbox"] >= 4, (res.status, res.error)
+
+
+@pytest.mark.skipif(not ROOT_ONLY, reason="the root reference's reads are what is tested")
+def test_a_linked_outbox_leaks_no_root_only_file(tmp_path: Path, harness_env) -> None:
+    private = tmp_path / "rootonly"
+    private.mkdir(mode=0o700)
+    canary = "wb-canary-key-" + os.urandom(6).hex()
+    (private / "key").write_text(canary)
+    os.chmod(private / "key", 0o600)
+    with harness_env(WB_GUARDS="off", WB_TEST_OUTBOX="link", WB_TEST_ROOTONLY_FILE=str(private / "key")) as h:
+        res = h.evaluate(SPEC, TRUSTED / "tampers_outbox.py", trials=2, policy=False)
+    assert res.status == Status.PASSED, (res.status, res.error)
+    assert canary not in res.to_json()

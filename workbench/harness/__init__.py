@@ -188,6 +188,8 @@ class Harness:
         plan = raw.get("plan") or {}
         res.shapes = list(plan.get("shapes", []))
         res.details["timed_shape"] = plan.get("timed")
+        if raw.get("judged"):  # where the judge read the outputs: outbox slots or files
+            res.details["judged"] = raw["judged"]
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)
         cand, base = raw.get("timing"), raw.get("baseline")
         cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")))

@@ -29,6 +29,7 @@ from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
 from workbench.harness import messages as _messages
 from workbench.harness import opcheck
+from workbench.harness import outbox as _outbox
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
@@ -148,8 +149,9 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
-def _exact_outputs(out: Any, guard: Guard) -> list[Any]:
-    """Outputs as plain, materialized CPU tensors; anything else is an `output_type` violation."""
+def _exact_outputs(out: Any, guard: Guard, host: bool = True) -> list[Any]:
+    """Outputs as plain, materialized tensors (CPU copies when `host`); anything else is an `output_type`
+    violation."""
     outs = flatten_outputs(out)
     clean: list[Any] = []
     for o in outs:
@@ -164,7 +166,9 @@ def _exact_outputs(out: Any, guard: Guard) -> list[Any]:
                 if tag not in guard.violations:
                     guard.violations.append(tag)
             o = o.detach()
-            clean.append(o.cpu() if o.device.type != "cpu" else o.clone())  # one host copy, not two
+            if host:
+                o = o.cpu() if o.device.type != "cpu" else o.clone()  # one host copy, not two
+            clean.append(o)
         else:
             clean.append(o)
     return clean
@@ -225,6 +229,9 @@ class _CandidateRun:
         self.all_ops: set[str] = set()
         self.allowed = frozenset(job.get("allowed_ops", []))
         self.first_call = True
+        self.outbox: _outbox.Writer | None = None
+        self.trial_slot = 0   # slots in the order the reference laid them out: trials, then timed outputs
+        self.timed_slot = int((job.get("outbox") or {}).get("trial_slots", 0))
 
     def confine(self) -> None:
         job, iso = self.job, self.iso
@@ -237,12 +244,32 @@ class _CandidateRun:
         isolate(self.sandbox, self.device, job.get("mem_limit_gb", 8.0))
         # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
         _sandbox.close_inherited_fds({self.chan.cmd_fd, self.chan.report_fd}, iso)
+        self.outbox = self._open_outbox()
         if iso is not None:
             for p in (self.sandbox / "tmp", self.sandbox / "stdout.txt", self.sandbox / "stderr.txt"):
                 os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
             _sandbox.set_limits()
             _sandbox.drop_privileges(iso, job["uid"])
         self.chan.send({"isolated": iso.to_dict() if iso is not None else None})
+
+    def _open_outbox(self) -> _outbox.Writer | None:
+        """The reference's outbox, opened while this process is still root and no candidate code exists."""
+        desc = self.job.get("outbox")
+        if not desc:
+            return None
+        try:
+            return _outbox.Writer(self.sandbox / _outbox.FILE_NAME, _outbox.Layout.from_dict(desc["layout"]),
+                                  self.device)
+        except (OSError, KeyError, ValueError, TypeError):  # the judge then reads files, as without one
+            return None
+
+    def save(self, slot: int | None, out: Any, fname: str) -> None:
+        """A judged output into its outbox slot; one of another layout into a file the judge reads bounded."""
+        clean = _exact_outputs(out, self.guard, host=False)
+        if self.outbox is not None and slot is not None and self.outbox.put(slot, clean):
+            return
+        torch.save([c.cpu() if isinstance(c, torch.Tensor) and c.device.type != "cpu" else c for c in clean],
+                   self.sandbox / fname)
 
     def guard_up(self) -> None:
         self.cand_path = self.sandbox / "candidate.py"
@@ -345,14 +372,15 @@ class _CandidateRun:
             for i, (a, b) in enumerate(zip(before, inputs)):
                 if not _same(a, b):
                     _flag(guard, f"input_mutated:arg{i}")
-            torch.save(_exact_outputs(out, guard), self.sandbox / f"out_{si}_{t}.pt")
+            self.save(self.trial_slot, out, f"out_{si}_{t}.pt")
+            self.trial_slot += 1
             buffers = inputs
         if opcheck.STATE.launches == 0:
             _flag(guard, "no_triton_kernel")
         return model
 
     def timed_rounds(self, si: int, shape: dict[str, Any], model: Any) -> None:
-        device, gen, stage, sandbox, guard = self.device, self.gen, self.stage, self.sandbox, self.guard
+        device, gen, stage, guard = self.device, self.gen, self.stage, self.guard
         self.where = f"shape {shape['name']}: timing"
         self.chan.send({"timing": si})
         t2 = time.perf_counter()
@@ -368,7 +396,8 @@ class _CandidateRun:
 
         def save(k: int, which: list[int], outs: list[Any]) -> None:
             for i in which:
-                torch.save(_exact_outputs(outs[i], guard), sandbox / f"t_{k}_{i}.pt")
+                self.save(self.timed_slot, outs[i], f"t_{k}_{i}.pt")
+                self.timed_slot += 1
 
         recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: _sync(device),
                              OpRecorder, warm=lambda: gpu_warm(device))
@@ -425,6 +454,7 @@ class _Reference:
         self.models: dict[int, Any] = {}
         self._devgen: bool | None = None
         self.cache_timed = False  # the candidate's timed sets went through the input cache
+        self.arena: _outbox.Arena | None = None
 
     def prepare(self) -> dict[str, Any]:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
@@ -453,11 +483,36 @@ class _Reference:
                            "model_seed": self.plan.model_seed(si), "over": over})
         for p in self.stage.iterdir():
             os.chmod(p, 0o644)
+        outbox = self._make_outbox()
         sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
         return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
                 "allow_tf32": self.spec.allow_tf32, "timing_basis": str(getattr(self.spec.module, "TIMING", "device")),
                 "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
-                "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape}}
+                "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape},
+                "outbox": outbox}
+
+    def _make_outbox(self) -> dict[str, Any] | None:
+        """The job's outbox (`outbox.py`), laid out from one reference forward per shape: None (outputs then
+        travel as files) when the server named no place for it or an output is not a dense tensor."""
+        where = self.job.get("outbox_path")
+        if not where:
+            return None
+        metas: list[_outbox.Meta] = []
+        for si in range(len(self.plan.shapes)):
+            with torch.no_grad():
+                outs = flatten_outputs(self.model(si)(*_plan.to_device(self.host[(si, 0)], self.device)))
+            meta = _outbox.describe(outs)
+            del outs
+            if meta is None:
+                return None
+            metas.append(meta)
+        trial_slots = [metas[si] for si in range(len(metas)) for _ in range(self.plan.trials)]
+        out_bytes = _outbox.Layout.build([metas[self.timed]]).total
+        timed = _outbox.judged_outputs(out_bytes)
+        layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed)
+        self.arena = _outbox.Arena(Path(where), layout, self.device)
+        return {"layout": layout.to_dict(), "trial_slots": len(trial_slots), "timed_slots": timed,
+                "out_bytes": out_bytes}
 
     def model(self, si: int) -> Any:
         if si not in self.models:
@@ -527,19 +582,22 @@ class _Reference:
     def judge(self, sandbox: Path, timed: list[tuple[int, int, int]]) -> dict[str, Any]:
         """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
         out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
-        spec = self.spec
-        todo: list[tuple[int, str, str, Any]] = []  # inputs, or the seed of a timed set
+        todo: list[tuple[int, str, str, Any, int]] = []  # inputs or a timed set's seed, and the outbox slot
+        n_trial = len(self.plan.shapes) * self.plan.trials
         for si, (name, _) in enumerate(self.plan.shapes):
             for t in range(self.plan.trials):
-                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)]))
+                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)],
+                             si * self.plan.trials + t))
             if si == self.timed:
                 if not timed:
                     out["correct"] = False
                     out["problems"].append(f"shape {name}: no timed repetition left an output to check")
-                for k, i, seed in timed:
+                for j, (k, i, seed) in enumerate(timed):
                     # regenerated one at a time below: all at once they would hold every judged set
-                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt", seed))
-        for si, where, fname, host in todo:
+                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt", seed,
+                                 n_trial + j))
+        read = {"outbox": 0, "files": 0}
+        for si, where, fname, host, slot in todo:
             if isinstance(host, int):
                 host = self.timed_sets([host], self.cache_timed)[0]
             with torch.no_grad():
@@ -550,8 +608,18 @@ class _Reference:
             try:
                 data = _safeio.read_bounded(sandbox, fname, bound)
             except FileNotFoundError:
-                out["correct"] = False
-                out["problems"].append(f"{where}: no output saved")
+                if self.arena is None or slot >= len(self.arena.layout.slots):
+                    out["correct"] = False
+                    out["problems"].append(f"{where}: no output saved")
+                    continue
+                try:
+                    got = self.arena.read(slot)  # through this process's own descriptor, never a path
+                except OSError as exc:  # the candidate truncated the file: its failure, not the spec's
+                    out["correct"] = False
+                    out["problems"].append(f"{where}: output refused ({exc})")
+                    continue
+                self._compare(out, where, got, ref)
+                read["outbox"] += 1
                 continue
             except OSError as exc:
                 out["correct"] = False
@@ -563,14 +631,19 @@ class _Reference:
                 out["correct"] = False
                 out["problems"].append(f"{where}: unreadable output ({type(exc).__name__})")
                 continue
-            cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32,
-                                  exact=spec.exact)
-            out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
-            out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
-            if not cmp.ok:
-                out["correct"] = False
-                out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
+            read["files"] += 1
+            self._compare(out, where, got, ref)
+        out["read"] = read
         return out
+
+    def _compare(self, out: dict[str, Any], where: str, got: list[Any], ref: list[Any]) -> None:
+        spec = self.spec
+        cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32, exact=spec.exact)
+        out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
+        out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
+        if not cmp.ok:
+            out["correct"] = False
+            out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
 
 
 def run_reference(job: dict[str, Any], chan: Channel) -> None:

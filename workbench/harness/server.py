@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.harness import messages as _messages
+from workbench.harness import outbox as _outbox
 from workbench.harness import policy as _policy
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
@@ -48,8 +49,10 @@ MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
 # Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
 # A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
 _SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "32768"))
-# The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size): at least 3.
+# The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size) when no outbox
+# is used (with one: of outputs, `outbox.judged_outputs`): at least 3.
 _JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
+_OUTBOX = os.environ.get("WB_OUTBOX", "on") != "off"  # off: every judged output through a file of its own
 
 
 class _Stager:
@@ -490,7 +493,9 @@ class _JobRun:
         srv, job, res = self.server, self.job, self.res
         self.ref.send({"device": srv.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
                        "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
-                       "seed": srv.secret % 1_000_000_007})
+                       "seed": srv.secret % 1_000_000_007,
+                       # judged outputs come back through a file this trusted process makes and holds open
+                       "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if _OUTBOX else None})
         msg = self.ref.recv(self.deadline_ref, expect="prepared")
         prep = msg.get("prepared")
         if prep is None:
@@ -552,7 +557,9 @@ class _JobRun:
         srv, res, prep, plan, cand = self.server, self.res, self.prep, self.plan, self.cand
         # Its memory limit counts what it allocates itself: what the harness stages into its process (a
         # round's R sets, a trial set, their device copies' host side) comes on top.
-        judge_total = int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
+        box = prep.get("outbox")
+        judge_total = int(box["timed_slots"]) if box else \
+            int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
         # Inputs made on the device stage nothing through host memory, but every saved output passes
         # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
         allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
@@ -565,6 +572,7 @@ class _JobRun:
                     "shapes": prep["shapes"], "timed": self.timed, "sig": prep["sig"],
                     "allowed_ops": prep["allowed_ops"], "devgen": self.devgen,
                     "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
+                    "outbox": box,
                     "mem_limit_gb": MEM_LIMIT_GB + allowance / 2**30}
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
@@ -646,6 +654,7 @@ class _JobRun:
             raise _End("bad_spec", "the spec's Model failed: " + vmsg["reference_error"])
         verdict = vmsg["verdict"]
         self.res["timings_s"]["judge"] = time.perf_counter() - t3
+        self.res["judged"] = verdict.get("read")
         self.res["max_abs_err"] = verdict.get("max_abs_err")
         self.res["max_rel_err"] = verdict.get("max_rel_err")
         if not verdict["correct"]:
