@@ -294,3 +294,12 @@ def test_a_linked_outbox_leaks_no_root_only_file(tmp_path: Path, harness_env) ->
         res = h.evaluate(SPEC, TRUSTED / "tampers_outbox.py", trials=2, policy=False)
     assert res.status == Status.PASSED, (res.status, res.error)
     assert canary not in res.to_json()
+
+
+def test_large_outputs_are_judged_on_a_sample_and_stale_ones_still_fail(harness_env) -> None:
+    # every output counts as large here: trial 0 in full, the rest at positions drawn after `done`
+    with harness_env(WB_JUDGE_FULL_MB="0.001") as h:
+        ok = h.evaluate(SPEC, ROOT / "examples" / "vector_add" / "candidate.py", trials=2)
+        stale = h.evaluate(SPEC, HERE / "hostile" / "computes_only_early.py", trials=2)
+    assert ok.status == Status.PASSED and ok.details["judged"]["sampled"] >= 2, (ok.error, ok.details)
+    assert stale.status == Status.INCORRECT, (stale.status, stale.error)

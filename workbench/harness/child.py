@@ -16,6 +16,7 @@ import builtins
 import importlib.util
 import io
 import os
+import random
 import resource
 import sys
 import time
@@ -263,10 +264,11 @@ class _CandidateRun:
         except (OSError, KeyError, ValueError, TypeError):  # the judge then reads files, as without one
             return None
 
-    def save(self, slot: int | None, out: Any, fname: str) -> None:
-        """A judged output into its outbox slot; one of another layout into a file the judge reads bounded."""
+    def save(self, slot: int | None, out: Any, fname: str, seed: int | None = None) -> None:
+        """A judged output into its outbox slot (a large one: its values at the positions of `seed`); one of
+        another layout into a file the judge reads bounded."""
         clean = _exact_outputs(out, self.guard, host=False)
-        if self.outbox is not None and slot is not None and self.outbox.put(slot, clean):
+        if self.outbox is not None and slot is not None and self.outbox.put(slot, clean, seed):
             return
         torch.save([c.cpu() if isinstance(c, torch.Tensor) and c.device.type != "cpu" else c for c in clean],
                    self.sandbox / fname)
@@ -372,7 +374,9 @@ class _CandidateRun:
             for i, (a, b) in enumerate(zip(before, inputs)):
                 if not _same(a, b):
                     _flag(guard, f"input_mutated:arg{i}")
-            self.save(self.trial_slot, out, f"out_{si}_{t}.pt")
+            samples = (self.job.get("outbox") or {}).get("trial_samples") or []
+            self.save(self.trial_slot, out, f"out_{si}_{t}.pt",
+                      samples[self.trial_slot] if self.trial_slot < len(samples) else None)
             self.trial_slot += 1
             buffers = inputs
         if opcheck.STATE.launches == 0:
@@ -394,9 +398,10 @@ class _CandidateRun:
             sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
             return [list(_plan.to_device(s, device)) for s in sets]
 
-        def save(k: int, which: list[int], outs: list[Any]) -> None:
-            for i in which:
-                self.save(self.timed_slot, outs[i], f"t_{k}_{i}.pt")
+        def save(k: int, which: list[int], outs: list[Any], seeds: list[int] | None) -> None:
+            for n, i in enumerate(which):
+                seed = int(seeds[n]) if seeds and n < len(seeds) else None
+                self.save(self.timed_slot, outs[i], f"t_{k}_{i}.pt", seed)
                 self.timed_slot += 1
 
         recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: _sync(device),
@@ -455,6 +460,7 @@ class _Reference:
         self._devgen: bool | None = None
         self.cache_timed = False  # the candidate's timed sets went through the input cache
         self.arena: _outbox.Arena | None = None
+        self.trial_samples: list[int | None] = []
 
     def prepare(self) -> dict[str, Any]:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
@@ -507,12 +513,18 @@ class _Reference:
                 return None
             metas.append(meta)
         trial_slots = [metas[si] for si in range(len(metas)) for _ in range(self.plan.trials)]
-        out_bytes = _outbox.Layout.build([metas[self.timed]]).total
+        # each shape's first trial in full; a large output's later trials on a sample (`outbox`)
+        rng = random.SystemRandom()
+        self.trial_samples = [rng.getrandbits(62) if t > 0 and _outbox.sampled(metas[si]) else None
+                              for si in range(len(metas)) for t in range(self.plan.trials)]
+        timed_sampled = _outbox.sampled(metas[self.timed])
+        out_bytes = _outbox.Layout.build([metas[self.timed]], [timed_sampled]).total
         timed = _outbox.judged_outputs(out_bytes)
-        layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed)
+        layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed,
+                                      [s is not None for s in self.trial_samples] + [timed_sampled] * timed)
         self.arena = _outbox.Arena(Path(where), layout, self.device)
         return {"layout": layout.to_dict(), "trial_slots": len(trial_slots), "timed_slots": timed,
-                "out_bytes": out_bytes}
+                "out_bytes": out_bytes, "trial_samples": self.trial_samples}
 
     def model(self, si: int) -> Any:
         if si not in self.models:
@@ -560,7 +572,7 @@ class _Reference:
         def load(order: dict[str, Any]) -> list[list[Any]]:
             return [list(_plan.to_device(s, self.device)) for s in self.timed_sets(order["seeds"])]
 
-        _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o: None, lambda: _sync(self.device),
+        _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o, s: None, lambda: _sync(self.device),
                       OpRecorder, warm=lambda: gpu_warm(self.device))
 
     def make_round(self, k: int, seeds: list[int], where: Path, cache: bool) -> str:
@@ -579,25 +591,27 @@ class _Reference:
         os.chmod(where / name, 0o644)
         return name
 
-    def judge(self, sandbox: Path, timed: list[tuple[int, int, int]]) -> dict[str, Any]:
+    def judge(self, sandbox: Path, timed: list[tuple[int, int, int, int]]) -> dict[str, Any]:
         """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
         out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
-        todo: list[tuple[int, str, str, Any, int]] = []  # inputs or a timed set's seed, and the outbox slot
+        # inputs or a timed set's seed, the outbox slot, the seed of a sampled slot's positions
+        todo: list[tuple[int, str, str, Any, int, int | None]] = []
         n_trial = len(self.plan.shapes) * self.plan.trials
         for si, (name, _) in enumerate(self.plan.shapes):
             for t in range(self.plan.trials):
-                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)],
-                             si * self.plan.trials + t))
+                slot = si * self.plan.trials + t
+                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)], slot,
+                             self.trial_samples[slot] if slot < len(self.trial_samples) else None))
             if si == self.timed:
                 if not timed:
                     out["correct"] = False
                     out["problems"].append(f"shape {name}: no timed repetition left an output to check")
-                for j, (k, i, seed) in enumerate(timed):
+                for j, (k, i, seed, sample) in enumerate(timed):
                     # regenerated one at a time below: all at once they would hold every judged set
                     todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt", seed,
-                                 n_trial + j))
-        read = {"outbox": 0, "files": 0}
-        for si, where, fname, host, slot in todo:
+                                 n_trial + j, sample))
+        read = {"outbox": 0, "files": 0, "sampled": 0}
+        for si, where, fname, host, slot, sample in todo:
             if isinstance(host, int):
                 host = self.timed_sets([host], self.cache_timed)[0]
             with torch.no_grad():
@@ -618,7 +632,10 @@ class _Reference:
                     out["correct"] = False
                     out["problems"].append(f"{where}: output refused ({exc})")
                     continue
-                self._compare(out, where, got, ref)
+                expect = self.arena.expected(slot, ref, sample)
+                if expect is not ref:
+                    read["sampled"] += int(any(e[3] for e in self.arena.layout.slots[slot]))
+                self._compare(out, where, got, expect)
                 read["outbox"] += 1
                 continue
             except OSError as exc:

@@ -13,6 +13,11 @@ layout differs from the reference's (a dtype, a shape, a count, a non-tensor) go
 (`child`), where the judge reports the difference. A slot left unwritten reads as zeros: the comparison
 fails unless zeros are the right answer.
 
+Outputs over `FULL_MB` (KernelBench's elementwise problems return 6 GB) are judged in full on each shape's
+first trial, and on a sample everywhere else: the first and last `EDGE` elements and `SAMPLE` positions
+drawn from a seed the trusted side picks. A timed output's seed is sent with the `save` order, after
+`done`: the outputs exist before anyone knows which positions are read.
+
 Why a file and not CUDA IPC memory: the candidate runs in its own PID namespace, across which the CUDA
 driver refuses legacy IPC handles; the virtual-memory API's shareable file descriptors would need a
 descriptor passed into the confined process (docs/harness.md, what is not covered).
@@ -32,6 +37,9 @@ CHUNK = 64 * 2**20       # bytes one host round trip moves on the GPU
 FILE_NAME = "outbox.bin"
 _JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
 MIN_TIMED = 2            # timed outputs judged however large they are (the first round always gives one)
+FULL_MB = float(os.environ.get("WB_JUDGE_FULL_MB", "256"))  # outputs larger are sampled beyond trial 0
+SAMPLE = 1 << 20         # random positions of a sampled output
+EDGE = 1 << 16           # and its first and last elements (tails are where masks go wrong)
 
 
 def judged_outputs(out_bytes: int) -> int:
@@ -66,31 +74,76 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     return n * _dtype(dtype).itemsize
 
 
+def sampled(meta: Meta) -> bool:
+    """Whether a slot of this layout is judged on a sample (when it is not a first trial)."""
+    return any(_nbytes(d, s) > FULL_MB * 2**20 for d, s in meta)
+
+
+def positions(numel: int, seed: int, device: str) -> torch.Tensor:
+    """The flat positions a sampled output is judged at: both ends and `SAMPLE` drawn from `seed` (the
+    same in both processes: one generator, one seed, one device type)."""
+    edge = min(EDGE, numel // 2)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(seed) & (2**63 - 1))
+    mid = torch.randint(0, numel, (SAMPLE,), generator=gen, device=device)
+    return torch.cat([torch.arange(edge, device=device), mid, torch.arange(numel - edge, numel, device=device)])
+
+
+def sample_of(outs: list[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    """Each output's values at its `positions` (output j drawn from seed + j), flat."""
+    res = []
+    for j, o in enumerate(outs):
+        flat = o.reshape(-1)
+        res.append(flat[positions(flat.numel(), seed + j, str(o.device.type))])
+    return res
+
+
+Entry = tuple[str, tuple[int, ...], int, bool]  # dtype, shape, offset, judged on a sample
+
+
 @dataclass(frozen=True)
 class Layout:
-    """Every slot's outputs as (dtype, shape, offset); `total` bytes in all."""
+    """Every slot's outputs as (dtype, shape, offset, sampled); `total` bytes in all. A sampled entry
+    holds its sample's values (1-D), not the whole output."""
 
-    slots: tuple[tuple[tuple[str, tuple[int, ...], int], ...], ...]
+    slots: tuple[tuple[Entry, ...], ...]
     total: int
 
     @classmethod
-    def build(cls, metas: list[Meta]) -> Layout:
+    def build(cls, metas: list[Meta], sample: list[bool] | None = None) -> Layout:
         off, slots = 0, []
-        for meta in metas:
+        for n, meta in enumerate(metas):
             entries = []
             for dtype, shape in meta:
-                entries.append((dtype, tuple(shape), off))
-                off += -(-_nbytes(dtype, tuple(shape)) // ALIGN) * ALIGN
+                samp = bool(sample and sample[n])
+                numel = 1
+                for x in shape:
+                    numel *= x
+                size = (SAMPLE + 2 * min(EDGE, numel // 2)) * _dtype(dtype).itemsize if samp else \
+                    _nbytes(dtype, tuple(shape))
+                entries.append((dtype, tuple(shape), off, samp))
+                off += -(-size // ALIGN) * ALIGN
             slots.append(tuple(entries))
         return cls(tuple(slots), off)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"slots": [[[d, list(s), o] for d, s, o in slot] for slot in self.slots], "total": self.total}
+        return {"slots": [[[d, list(s), o, m] for d, s, o, m in slot] for slot in self.slots],
+                "total": self.total}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Layout:
-        return cls(tuple(tuple((str(e[0]), tuple(int(x) for x in e[1]), int(e[2])) for e in slot)
+        return cls(tuple(tuple((str(e[0]), tuple(int(x) for x in e[1]), int(e[2]), bool(e[3])) for e in slot)
                          for slot in d["slots"]), int(d["total"]))
+
+
+def _stored_shape(entry: Entry) -> tuple[int, ...]:
+    dtype, shape, _, samp = entry
+    if not samp:
+        return shape
+    numel = 1
+    for x in shape:
+        numel *= x
+    return (SAMPLE + 2 * min(EDGE, numel // 2),)
 
 
 class Arena:
@@ -109,10 +162,12 @@ class Arena:
         self._pinned: torch.Tensor | None = None
 
     def read(self, slot: int) -> list[torch.Tensor]:
-        """Slot `slot`'s outputs, as tensors on the device (a short file reads as an error, not as data)."""
+        """Slot `slot`'s outputs (a sampled one: its sample's values), as tensors on the device; a short
+        file reads as an error, not as data."""
         outs = []
-        for dtype, shape, off in self.layout.slots[slot]:
-            dst = torch.empty(shape, dtype=_dtype(dtype), device=self.device)
+        for entry in self.layout.slots[slot]:
+            dtype, off = entry[0], entry[2]
+            dst = torch.empty(_stored_shape(entry), dtype=_dtype(dtype), device=self.device)
             flat = dst.reshape(-1).view(torch.uint8)
             if self.device == "cpu":
                 _pread_into(self.fd, flat.numpy(), off)
@@ -124,6 +179,14 @@ class Arena:
                     flat[start:start + m].copy_(buf[:m])
             outs.append(dst)
         return outs
+
+    def expected(self, slot: int, ref: list[Any], seed: int | None) -> list[Any]:
+        """The reference's outputs as slot `slot` holds them: a sampled entry's values at its positions."""
+        entries = self.layout.slots[slot]
+        if len(ref) != len(entries):
+            return ref
+        return [sample_of([r], seed + j)[0] if e[3] and seed is not None else r  # type: ignore[operator]
+                for j, (r, e) in enumerate(zip(ref, entries))]
 
     def _buffer(self) -> torch.Tensor:
         if self._pinned is None:
@@ -150,14 +213,21 @@ class Writer:
         if not 0 <= slot < len(self.layout.slots) or len(outs) != len(self.layout.slots[slot]):
             return False
         return all(isinstance(o, torch.Tensor) and str(o.dtype).removeprefix("torch.") == d and tuple(o.shape) == s
-                   for o, (d, s, _) in zip(outs, self.layout.slots[slot]))
+                   for o, (d, s, _, _) in zip(outs, self.layout.slots[slot]))
 
-    def put(self, slot: int, outs: list[Any]) -> bool:
-        """Write `outs` into slot `slot`; False (nothing written) when their layout is not the slot's."""
+    def put(self, slot: int, outs: list[Any], seed: int | None = None) -> bool:
+        """Write `outs` into slot `slot` (a sampled entry: its values at the positions of `seed`); False
+        (nothing written) when their layout is not the slot's, or a sampled slot comes without a seed."""
         if not self.fits(slot, outs):
             return False
-        for o, (_, _, off) in zip(outs, self.layout.slots[slot]):
-            flat = o.detach().contiguous().reshape(-1).view(torch.uint8)
+        entries = self.layout.slots[slot]
+        if any(e[3] for e in entries) and seed is None:
+            return False
+        for j, (o, (_, _, off, samp)) in enumerate(zip(outs, entries)):
+            o = o.detach()
+            if samp:
+                o = sample_of([o], seed + j)[0]  # type: ignore[operator]
+            flat = o.contiguous().reshape(-1).view(torch.uint8)
             if flat.device.type == "cpu":
                 _pwrite_all(self.fd, flat.numpy(), off)
                 continue

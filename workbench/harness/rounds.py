@@ -129,7 +129,8 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
           record: bool = True, rng: random.Random | None = None,
           ahead: Callable[[int, int], Callable[[], None]] | None = None,
           device_stage: Callable[[int, int], dict[str, Any]] | None = None, device_slots_n: int = 0,
-          judge_total: int | None = None) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
+          judge_total: int | None = None, samples: Callable[[int, list[int]], list[int]] | None = None,
+          ) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
     """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
 
     `stage(k, R)` returns the `stage` message for round k (it stages R fresh sets first); `null_s` is
@@ -139,7 +140,8 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
     whose outputs the child saved, and protocol violations seen (`reported_done_early`).
     With `device_stage` (inputs made on the device from seeds), `drive_device` follows the wall-clock
     rounds: the summary's `device` holds the device time per call (None: the forward could not be
-    captured).
+    captured). `samples(k, which)`, when given, are the seeds of the positions a sampled output is judged
+    at (`outbox`), sent with the `save` order: after `done`.
     """
     rng = rng or random.SystemRandom()
     budget = JudgeBudget(judge_total, SIZING_ROUNDS + plan.rounds + 1 + (DEVICE_ROUNDS if device_stage else 0))
@@ -192,7 +194,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         n = r if k >= SIZING_ROUNDS else 1
         which = sorted(rng.sample(range(n), budget.take(min(JUDGED_PER_ROUND, n), rng))) if judge else []
         tv = time.perf_counter()
-        link.send({"save": k, "which": which})
+        link.send(_save_order(k, which, samples))
         done = _recv(link, deadline, "saved")
         if done["saved"] != k:
             raise ProtocolError(f"saved for round {done['saved']} during round {k}")
@@ -205,7 +207,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
     summary_extra: dict[str, Any] = {}
     if device_stage is not None and device_slots_n > 0 and per_rep:
         dev, dev_saved = drive_device(link, deadline, device_stage, device_slots_n, statistics.median(per_rep),
-                                      null_s, plan.target_s, judge=judge, rng=rng, budget=budget)
+                                      null_s, plan.target_s, judge=judge, rng=rng, budget=budget, samples=samples)
         summary_extra["device"] = dev
         saved.extend(dev_saved)
     if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
@@ -233,6 +235,7 @@ def device_slots(set_bytes: int, budget_bytes: int) -> int:
 def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[str, Any]], slots: int,
                  per_call_s: float, null_s: float, target_s: float, judge: bool = True,
                  rng: random.Random | None = None, budget: JudgeBudget | None = None,
+                 samples: Callable[[int, list[int]], list[int]] | None = None,
                  ) -> tuple[dict[str, Any] | None, list[tuple[int, int]]]:
     """Device time by CUDA-graph replay (`_Graph`): capture `slots` calls on inputs made from their own
     seeds, then `DEVICE_ROUNDS` rounds of fresh sets copied into the slots and the graph replayed
@@ -260,7 +263,7 @@ def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[s
             raise ProtocolError(f"done for round {msg['done']} during device round {k}")
         per_call.append(max(t1 - t0 - null_s, 1e-9) / (slots * passes))
         which = sorted(rng.sample(range(slots), budget.take(min(JUDGED_PER_ROUND, slots), rng))) if judge else []
-        link.send({"save": k, "which": which})
+        link.send(_save_order(k, which, samples))
         done = _recv(link, deadline, "saved")
         if done["saved"] != k:
             raise ProtocolError(f"saved for round {done['saved']} during device round {k}")
@@ -268,6 +271,13 @@ def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[s
     stats = summarize(per_call, DEVICE_ROUNDS * slots * passes)
     stats.update({"slots": slots, "passes": passes})
     return stats, saved
+
+
+def _save_order(k: int, which: list[int], samples: Callable[[int, list[int]], list[int]] | None) -> dict[str, Any]:
+    order: dict[str, Any] = {"save": k, "which": which}
+    if samples is not None and which:
+        order["samples"] = samples(k, which)
+    return order
 
 
 class _Failure(Exception):
@@ -314,7 +324,7 @@ class _Graph:
 
 
 def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
-          save: Callable[[int, list[int], list[Any]], None], sync: Callable[[], None],
+          save: Callable[[int, list[int], list[Any], list[int] | None], None], sync: Callable[[], None],
           recorder_factory: Callable[[], Any], warm: Callable[[], None] = lambda: None) -> Any:
     """The child's side of the rounds, until the server sends `end`. Returns the recorders of recorded rounds."""
     import contextlib
@@ -367,7 +377,7 @@ def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[
                 recs.append(rec)
         chan.send({"done": k})
         order = chan.recv()
-        save(k, list(order.get("which", [])), outs)
+        save(k, list(order.get("which", [])), outs, order.get("samples"))
         del outs
         if not device_round:
             del sets

@@ -486,6 +486,10 @@ class _JobRun:
         self.saved: list[tuple[int, int]] = []
         self.null_s = 0.0
 
+    def _sample_seed(self, k: int, i: int) -> int:
+        """The seed of the positions a large timed output of round k, repetition i is judged at (`outbox`)."""
+        return self.server._seeds(3, k, i + 1)[i]
+
     def _seeds_of(self, kind: int) -> Any:
         return lambda k, r: {"stage": k, "seeds": self.server._seeds(kind, k, r)}
 
@@ -622,7 +626,8 @@ class _JobRun:
             idle_check=lambda: srv._idle(cand.watch_pid),
             # without a mount namespace and a uid of its own the candidate could read `pending`: no staging ahead
             ahead=stager.ahead if srv.isolate and not self.devgen else None,
-            device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total)
+            device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
+            samples=lambda k, which: [self._sample_seed(k, i) for i in which])
         res["timings_s"]["timing"] = time.perf_counter() - t2
         for name, v in stats.pop("phases_s", {}).items():
             res["timings_s"]["rounds_" + name] = v
@@ -647,7 +652,7 @@ class _JobRun:
 
     def judge(self) -> None:
         t3 = time.perf_counter()
-        timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i]) for k, i in self.saved]
+        timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i], self._sample_seed(k, i)) for k, i in self.saved]
         self.ref.send({"judge": {"sandbox": str(self.sandbox), "timed": timed_pairs}})
         vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
         if "failure" in vmsg:
