@@ -70,7 +70,8 @@ def _harness_part(items: list[dict], device: str, deadline: float) -> list[dict]
                          "overhead_s": t.get("client_wall", 0.0) - sum(t.get(k, 0.0) for k in OWN),
                          "inputs": res.details.get("inputs"), "error": res.error[:200].replace("\n", " "),
                          "timings_s": {k: round(v, 4) for k, v in t.items() if isinstance(v, (int, float))},
-                         "reps": res.details.get("reps"), "device_stats": res.details.get("device")})
+                         "reps": res.details.get("reps"), "device_stats": res.details.get("device"),
+                         "judged": res.details.get("judged")})
             print(f"{it['kind']:16s} {it['name'][:40]:40s} {res.summary()[:110]}", flush=True)
     return rows
 
