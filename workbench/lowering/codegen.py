@@ -39,6 +39,46 @@ def _numel(shape):
     for d in shape:
         n *= d
     return n
+
+
+def _red_view(xp, k):
+    """x (reduced dims last, k kept dims first) as [M, N] without a copy where its strides allow:
+    (tensor, M, N, stride of M, N2, stride of N // N2, stride of N % N2, two groups?); a copy otherwise."""
+    def merge(dims):
+        out = []
+        for size, st in dims:
+            if size == 1:
+                continue
+            if out and out[-1][1] == size * st:
+                out[-1] = (out[-1][0] * size, st)
+            else:
+                out.append((size, st))
+        return out or [(1, 1)]
+    m, n = _numel(xp.shape[:k]), _numel(xp.shape[k:])
+    kept, red = merge(zip(xp.shape[:k], xp.stride()[:k])), merge(zip(xp.shape[k:], xp.stride()[k:]))
+    if len(kept) > 1 or len(red) > 2:
+        x = xp.reshape(m, n)
+        return x, m, n, x.stride(0), 1, x.stride(1), 0, False
+    if len(red) == 1:
+        return xp, m, n, kept[0][1], 1, red[0][1], 0, False
+    return xp, m, n, kept[0][1], red[1][0], red[0][1], red[1][1], True
+
+
+def _red_split(m, n, block_m, block_n):
+    """How many programs share one row of a reduction: enough for ~4 waves of an H200's 132 SMs, each
+    walking at least 8 blocks (1 when the rows alone fill the GPU or the rows are short)."""
+    progs = -(-m // block_m)
+    if n < 16 * block_n or progs >= 264:
+        return 1
+    return max(1, min(-(-528 // progs), n // (8 * block_n), 1024))
+
+
+def _mm_split(m, n, k, b, block_m, block_n, block_k):
+    """Split-K factor of a matmul: split when the output tiles cannot fill the GPU and K is long, and
+    so that no fp32 accumulator chain is longer than 16384 (a 1M-long chain drifts by ~2e-4 relative)."""
+    tiles = -(-m // block_m) * -(-n // block_n) * b
+    par = -(-264 // tiles) if tiles < 132 and k >= 4096 else 1
+    return max(1, min(max(par, -(-k // 16384)), k // (4 * block_k), 256))
 '''
 
 def attr_path(root: str, path: str) -> str:
@@ -152,10 +192,15 @@ class Emitter:
         elif packet(g.anchor) == "convolution":
             _, launch = self.add_kernel("conv", lambda nm: conv.conv_kernel(nm, g, mat, self.names, self.precision))
             self.tunables |= set(conv.TUNABLES)
+            if self.precision != "tf32":
+                self.tunables.add("MM_PRECISION")
         elif packet(g.anchor) in ("mm", "bmm"):
             _, launch = self.add_kernel("matmul", lambda nm: templates.matmul_kernel(nm, g, mat, self.names,
                                                                                      self.precision))
-            self.tunables |= {"MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES"}
+            self.tunables |= {"MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES",
+                              "MM_GROUP_M"}
+            if self.precision != "tf32":
+                self.tunables.add("MM_PRECISION")
         else:
             if isinstance(val(g.anchor), (tuple, list)):
                 self.tuple_vars[g.anchor] = [self.names[g.anchor] + "_0", self.names[g.anchor] + "_1"]

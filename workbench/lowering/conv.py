@@ -56,7 +56,9 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     body = build_body(group, [], idx, "omask", "(pn[:, None] * 0 + cog[None, :] * 0)", {anchor: res})
     body.outputs = ([anchor] if anchor in mat else []) + [n for n in mat if n is not anchor]
     body.values[anchor] = res  # type: ignore[attr-defined]
-    prec = f', input_precision="{precision}"' if dtype(x) == torch.float32 else ""
+    from workbench.lowering.templates import dot_precision
+
+    prec = dot_precision(precision) if dtype(x) == torch.float32 else ""
     L: list[str] = ["pid_p = tl.program_id(0)", "pid_c = tl.program_id(1)", "g = tl.program_id(2)",
                     "rp = pid_p.to(tl.int64) * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)", "pmask = rp < P",
                     "co = pid_c * CONV_BLOCK_CO + tl.arange(0, CONV_BLOCK_CO)", "cmask = co < COUT_G",
@@ -105,6 +107,7 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
               [f"K{d}" for d in sp] + [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
               [f"in{q}_s{d}" for q in range(len(body.inputs)) for d in range(S + 2)] +
               ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr"] +
+              (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
               (["DOT_F32: tl.constexpr"] if dtype(x) == torch.bfloat16 else []))
     kind = "transposed " if transposed else ""
     doc = (f'    """{kind}conv{S}d, stride {stride}, padding {padding}, dilation {dilation}, groups {groups}; '
@@ -137,5 +140,6 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
                   f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
                   f"CONV_BLOCK_R=CONV_BLOCK_R, num_warps=CONV_NUM_WARPS"
+                  f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
                   f"{', DOT_F32=_DOT_F32' if dtype(x) == torch.bfloat16 else ''})")
     return src, launch, body.helpers

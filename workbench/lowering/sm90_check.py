@@ -175,6 +175,15 @@ def tunable_kwargs(source: str) -> dict[str, dict[str, str]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if isinstance(node.value, ast.Constant):
                 tunables.add(node.targets[0].id)
+    # `_bm = min(MM_BLOCK_M, ...)`: a block clamped to a thin operand follows its tunable (the check then
+    # compiles the unclamped block, which needs at least the resources of the clamped one)
+    clamped: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+                and node.value.func.id == "min" and node.value.args and isinstance(node.value.args[0], ast.Name) \
+                and node.value.args[0].id in tunables:
+            clamped[node.targets[0].id] = node.value.args[0].id
     out: dict[str, dict[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) \
@@ -183,6 +192,8 @@ def tunable_kwargs(source: str) -> dict[str, dict[str, str]]:
             for kw in node.keywords:
                 if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in tunables:
                     m[kw.arg] = kw.value.id
+                elif kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in clamped:
+                    m[kw.arg] = clamped[kw.value.id]
     return out
 
 

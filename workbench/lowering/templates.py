@@ -24,6 +24,8 @@ TUNABLE_DEFAULTS = {
     "MM_BLOCK_K": ([16, 32, 64], 32),
     "MM_NUM_WARPS": ([2, 4, 8], 4),
     "MM_NUM_STAGES": ([1, 2, 3, 4], 2),
+    "MM_GROUP_M": ([1, 4, 8, 16], 8),
+    "MM_PRECISION": (["ieee", "tf32x3"], "ieee"),
 }
 register_tunables(TUNABLE_DEFAULTS)
 register_helper("_mul_combine", """@triton.jit
@@ -134,10 +136,151 @@ def reduction_dims(node: fx.Node) -> tuple[list[int], bool]:
     return sorted({d % max(r, 1) for d in dims}) if r else [], keep
 
 
+ARG_KINDS = ("argmax", "argmin")
+
+
+def _red_acc_dtype(kind: str, xdt):  # noqa: ANN001, ANN202 - torch dtypes
+    import torch
+
+    if kind in ("any", "all"):
+        return torch.int32
+    if kind in ("argmax", "argmin", "max", "min", "amax", "amin"):
+        return pw.compute_dtype(xdt) if xdt != torch.bool else torch.int32
+    if kind in ("sum", "prod") and not xdt.is_floating_point:
+        return torch.int64
+    return pw.compute_dtype(xdt) if xdt.is_floating_point else torch.float32
+
+
+# the chunk walk shared by every kind: this program's columns are [n_lo, n_hi) (a split's chunk in phase 1,
+# the whole row otherwise); X2: the columns are two strided groups (col // N2, col % N2), so that a
+# reduction over dims (0, 2, 3) reads its input in place
+_RED_INDEX = ["pid = tl.program_id(0)", "rows = pid.to(tl.int64) * RED_BLOCK_M + tl.arange(0, RED_BLOCK_M)",
+              "rmask = rows < M",
+              "if PHASE == 1:", "    n_lo = tl.program_id(1).to(tl.int64) * CHUNK",
+              "    n_hi = tl.minimum(n_lo + CHUNK, N)", "else:", "    n_lo = 0", "    n_hi = N"]
+_RED_LOOP = ["for n0 in range(n_lo, n_hi, RED_BLOCK_N):", "    cols = n0 + tl.arange(0, RED_BLOCK_N)",
+             "    m = rmask[:, None] & (cols[None, :] < n_hi)",
+             "    if X2:", "        coff = (cols // N2) * x_sn + (cols % N2) * x_sn2", "    else:",
+             "        coff = cols * x_sn"]
+_RED_LOAD = "tl.load(x_ptr + rows[:, None] * x_sm + coff[None, :], mask=m, other={o})"
+
+
+def _red_loader(kind: str, xdt, acc_dt):  # noqa: ANN001, ANN202
+    """other -> the load of a chunk converted to the accumulator dtype (0/1 int32 for any/all)."""
+    import torch
+
+    acc_tl = pw.TL_DTYPE[acc_dt]
+
+    def ld(other: str) -> str:
+        s = _RED_LOAD.format(o=other)
+        if kind in ("any", "all"):
+            return f"{s}.to(tl.int32)" if xdt == torch.bool else f"({s} != 0).to(tl.int32)"
+        return s + (f".to({acc_tl})" if acc_dt != xdt else "")
+    return ld
+
+
+def _red_arg_lines(kind: str, tuple_out: bool, init: str, acc_tl: str, acc_dt, ld) -> list[str]:  # noqa: ANN001
+    """argmax/argmin and max/min.dim (values and indices): one program per row block, no split."""
+    cmp = ">" if kind in ("argmax", "max") else "<"
+    lines = [f"best = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})",
+             "besti = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], tl.int64)"]
+    lines += _RED_LOOP + [f"    v = {ld(init)}",
+                          f"    take = (v {cmp} best) | ((v != v) & (best == best))  # nan wins, as in torch",
+                          "    best = tl.where(take & m, v, best)",
+                          "    besti = tl.where(take & m, cols[None, :] + rows[:, None] * 0, besti)"]
+    red = "tl.max" if cmp == ">" else "tl.min"
+    lines += [f"rv = {red}(best, axis=1)",
+              "has_nan = tl.max((best != best).to(tl.int32), axis=1) > 0",
+              "hit = (best == rv[:, None]) | ((best != best) & has_nan[:, None])",
+              "ri = tl.min(tl.where(hit, besti, N), axis=1)",
+              "rv = tl.where(has_nan, float(\"nan\"), rv)" if acc_dt.is_floating_point else "rv = rv"]
+    return lines
+
+
+def _red_var_lines(corr, acc_tl: str, ld) -> list[str]:  # noqa: ANN001
+    """Two-pass variance. Phase 1 stores each chunk's (mean, M2), phase 2 combines them (Chan et al.) with
+    each split's count: min(CHUNK, NTOT - s * CHUNK)."""
+    c = pw.literal(corr)
+    acc = f"tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"
+    two_pass = [f"acc = {acc}"] + _RED_LOOP + [f"    acc += {ld('0')}",
+                                                "cnt = (n_hi - n_lo).to(tl.float32)",
+                                                "mean = tl.sum(acc, axis=1) / cnt", f"acc2 = {acc}"]
+    two_pass += _RED_LOOP + [f"    d = tl.where(m, {ld('0')} - mean[:, None], 0.0)", "    acc2 += d * d",
+                             "m2 = tl.sum(acc2, axis=1)"]
+    ld_m2 = ld("0").replace("x_ptr + ", "x_ptr + M * x_sm + ", 1)
+    combine = [f"acc = {acc}"] + _RED_LOOP + [
+        "    ns = tl.minimum(CHUNK, NTOT - cols[None, :] * CHUNK).to(tl.float32)",
+        f"    acc += tl.where(m, ns * {ld('0')}, 0.0)",
+        "mean = tl.sum(acc, axis=1) / NTOT", f"acc2 = {acc}"] + _RED_LOOP + [
+        "    ns = tl.minimum(CHUNK, NTOT - cols[None, :] * CHUNK).to(tl.float32)",
+        f"    d = {ld('0')} - mean[:, None]",
+        f"    acc2 += tl.where(m, {ld_m2} + ns * d * d, 0.0)",
+        "m2 = tl.sum(acc2, axis=1)"]
+    return (["if PHASE == 2:"] + indent(combine) + ["else:"] + indent(two_pass) +
+            [f"rv = m2 / tl.maximum(NTOT - {c}, 0)"])
+
+
+_RED_OP = {"sum": "acc + v", "mean": "acc + v", "nansum": "acc + tl.where(v != v, 0.0, v)", "prod": "acc * v",
+           "amax": "tl.maximum(acc, v)", "amin": "tl.minimum(acc, v)", "max": "tl.maximum(acc, v)",
+           "min": "tl.minimum(acc, v)", "any": "tl.maximum(acc, v)", "all": "tl.minimum(acc, v)"}
+_RED_FIN = {"sum": "tl.sum(acc, axis=1)", "nansum": "tl.sum(acc, axis=1)", "mean": "tl.sum(acc, axis=1) / DIVN",
+            "prod": "tl.reduce(acc, 1, _mul_combine)", "amax": "tl.max(acc, axis=1)", "max": "tl.max(acc, axis=1)",
+            "amin": "tl.min(acc, axis=1)", "min": "tl.min(acc, axis=1)", "any": "tl.max(acc, axis=1)",
+            "all": "tl.min(acc, axis=1)"}
+
+
+def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set[str]) -> list[str]:  # noqa: ANN001
+    """sum, mean, prod, min/max (values), any/all: a combine per lane, then across the lanes. Phase 1's partial
+    is the same combine of a chunk (a mean's is its sum: DIVN is 1); phase 2 combines the partials."""
+    nanprop = kind in ("amax", "amin", "max", "min") and acc_dt.is_floating_point
+    op = _RED_OP[kind]
+    lines = [f"acc = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})"]
+    lines += _RED_LOOP + [f"    v = {ld(init)}"]
+    lines += ["    acc = tl.where(m, tl.where(v != v, v, " + op + "), acc)  # nan propagates, as in torch"] \
+        if nanprop else [f"    acc = tl.where(m, {op}, acc)"]
+    if kind == "prod":
+        helpers.add("_mul_combine")
+    if nanprop:
+        return lines + ["has_nan = tl.max((acc != acc).to(tl.int32), axis=1) > 0",
+                        f"rv = tl.where(has_nan, float(\"nan\"), {_RED_FIN[kind]})"]
+    return lines + [f"rv = {_RED_FIN[kind]}"]
+
+
+def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_rank: int, tuple_out: bool,
+                  acc_dt, res_val) -> tuple[list[str], int]:  # noqa: ANN001
+    """The output index of each row, the fused epilogue and the stores; (lines, stored anchor outputs)."""
+    import torch
+
+    lines = []
+    if out_rank and body.lines:
+        rest = "rows"
+        for d in range(out_rank - 1, 0, -1):
+            lines += [f"o{d} = {rest} % osize{d}", f"q{d} = {rest} // osize{d}"]
+            rest = f"q{d}"
+        lines.append(f"o0 = {rest}")
+    lines += body.lines
+    body.values[anchor] = res_val  # type: ignore[attr-defined]
+    stores = []
+    if tuple_out:
+        rv_out = pw.narrow("rv", out_val.dtype, body.helpers) if acc_dt == torch.float32 and \
+            out_val.dtype != torch.float32 else f"rv.to({pw.TL_DTYPE[out_val.dtype]})"
+        stores += [f"tl.store(out0_ptr + rows, {rv_out}, mask=rmask)",
+                   "tl.store(out1_ptr + rows, ri, mask=rmask)"]
+    body.outputs = [n for n in mat if n is not anchor]
+    if anchor in mat and not tuple_out:
+        body.outputs = [anchor] + body.outputs
+    st = store_lines(body, "rows", "rmask")
+    if tuple_out:
+        st = [s.replace("out", "outE", 1) for s in st]
+    return lines + stores + st, (2 if tuple_out else 0)
+
+
 def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                      names: dict[fx.Node, str]) -> tuple[str, list[str], set[str]]:
-    """Reduce x over `dims`: x is permuted so they are last and viewed as [M, N]; one program owns
-    RED_BLOCK_M rows and walks N in RED_BLOCK_N chunks, accumulating in fp32 (int64 for integer sums)."""
+    """Reduce x over `dims`: x is permuted so they are last and read as [M, N] (in place where its strides
+    allow); a program owns RED_BLOCK_M rows and walks N in RED_BLOCK_N chunks, accumulating in fp32 (int64
+    for integer sums). Few long rows (a full reduction, a per-channel norm) split: phase 1 runs SPLIT
+    programs per row block, each storing its chunk's partial, phase 2 combines them and runs the epilogue."""
     import torch
 
     from workbench.lowering.graph import packet
@@ -150,134 +293,63 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     dims, keep = reduction_dims(anchor)
     kept = [d for d in range(xr) if d not in dims]
     tuple_out = isinstance(val(anchor), (tuple, list))
-    out_node_val = val(anchor)[0] if tuple_out else val(anchor)
-    out_rank = out_node_val.dim()
+    out_val = val(anchor)[0] if tuple_out else val(anchor)
+    out_rank = out_val.dim()
     xdt = dtype(x)
-    if kind in ("any", "all"):
-        acc_dt = torch.int32
-    elif kind in ("argmax", "argmin", "max", "min", "amax", "amin"):
-        acc_dt = pw.compute_dtype(xdt) if xdt != torch.bool else torch.int32
-    elif kind == "sum" and not xdt.is_floating_point:
-        acc_dt = torch.int64
-    elif kind == "prod" and not xdt.is_floating_point:
-        acc_dt = torch.int64
-    else:
-        acc_dt = pw.compute_dtype(xdt) if xdt.is_floating_point else torch.float32
+    acc_dt = _red_acc_dtype(kind, xdt)
     acc_tl = pw.TL_DTYPE[acc_dt]
     init = _init_literal(kind, acc_dt)
-    idx = [f"o{d}" for d in range(out_rank)]
-    res_val = pw.Val("r", pw.compute_dtype(out_node_val.dtype))
-    anchor_vals = {anchor: res_val}
-    body = build_body(group, [], idx, "rmask", "rows * 0", anchor_vals)
-    lines = ["pid = tl.program_id(0)", "rows = pid.to(tl.int64) * RED_BLOCK_M + tl.arange(0, RED_BLOCK_M)",
-             "rmask = rows < M"]
-    load = "tl.load(x_ptr + rows[:, None] * x_sm + cols[None, :] * x_sn, mask=m, other={o})"
-    cvt = f".to({acc_tl})" if acc_dt != xdt else ""
-    if kind in ("any", "all"):
-        cvt = ".to(tl.int32)" if xdt == torch.bool else " != 0).to(tl.int32"
-    loop = ["for n0 in range(0, N, RED_BLOCK_N):", "    cols = n0 + tl.arange(0, RED_BLOCK_N)",
-            "    m = rmask[:, None] & (cols[None, :] < N)"]
-
-    def ld(other: str) -> str:
-        s = load.format(o=other)
-        if kind in ("any", "all") and xdt != torch.bool:
-            return f"({s} != 0).to(tl.int32)"
-        return s + cvt
-
-    if kind in ("argmax", "argmin", "max", "min") and tuple_out or kind in ("argmax", "argmin"):
-        cmp = ">" if kind in ("argmax", "max") else "<"
-        lines += [f"best = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})",
-                  "besti = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], tl.int64)"]
-        lines += loop + [f"    v = {ld(init)}",
-                         f"    take = (v {cmp} best) | ((v != v) & (best == best))  # nan wins, as in torch",
-                         "    best = tl.where(take & m, v, best)",
-                         "    besti = tl.where(take & m, cols[None, :] + rows[:, None] * 0, besti)"]
-        red = "tl.max" if cmp == ">" else "tl.min"
-        lines += [f"rv = {red}(best, axis=1)",
-                  "has_nan = tl.max((best != best).to(tl.int32), axis=1) > 0",
-                  "hit = (best == rv[:, None]) | ((best != best) & has_nan[:, None])",
-                  "ri = tl.min(tl.where(hit, besti, N), axis=1)",
-                  "rv = tl.where(has_nan, float(\"nan\"), rv)" if acc_dt.is_floating_point else "rv = rv"]
-        result = "ri" if kind in ("argmax", "argmin") else "rv"
+    res_val = pw.Val("r", pw.compute_dtype(out_val.dtype))
+    body = build_body(group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0", {anchor: res_val})
+    ld = _red_loader(kind, xdt, acc_dt)
+    splittable = not (kind in ARG_KINDS or tuple_out)
+    if not splittable:
+        acc_lines = _red_arg_lines(kind, tuple_out, init, acc_tl, acc_dt, ld)
+        result = "ri" if kind in ARG_KINDS else "rv"
     elif kind == "var":
         # aten.var.correction takes it by keyword; prims.var (from the norm decompositions) positionally
         corr = anchor.kwargs.get("correction", anchor.args[2] if len(anchor.args) > 2 else 1)
-        corr = 1 if corr is None else corr
-        lines += [f"acc = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"]
-        lines += loop + [f"    acc += {ld('0')}"]
-        lines += ["mean = tl.sum(acc, axis=1) / N", f"acc2 = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"]
-        lines += loop + [f"    d = tl.where(m, {ld('0')} - mean[:, None], 0.0)", "    acc2 += d * d"]
-        lines += [f"rv = tl.sum(acc2, axis=1) / tl.maximum(N - {pw.literal(corr)}, 0)"]
+        acc_lines = _red_var_lines(1 if corr is None else corr, acc_tl, ld)
         result = "rv"
     else:
-        op = {"sum": "acc + v", "mean": "acc + v", "nansum": "acc + tl.where(v != v, 0.0, v)", "prod": "acc * v",
-              "amax": "tl.maximum(acc, v)", "amin": "tl.minimum(acc, v)", "max": "tl.maximum(acc, v)",
-              "min": "tl.minimum(acc, v)", "any": "tl.maximum(acc, v)", "all": "tl.minimum(acc, v)"}[kind]
-        lines += [f"acc = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})"]
-        nanprop = kind in ("amax", "amin", "max", "min") and acc_dt.is_floating_point
-        lines += loop + [f"    v = {ld(init)}", f"    acc = tl.where(m, {op}, acc)"]
-        if nanprop:
-            lines[-1:] = ["    acc = tl.where(m, tl.where(v != v, v, " + op + "), acc)  # nan propagates, as in torch"]
-        fin = {"sum": "tl.sum(acc, axis=1)", "nansum": "tl.sum(acc, axis=1)", "mean": "tl.sum(acc, axis=1) / N",
-               "prod": "tl.reduce(acc, 1, _mul_combine)", "amax": "tl.max(acc, axis=1)", "max": "tl.max(acc, axis=1)",
-               "amin": "tl.min(acc, axis=1)", "min": "tl.min(acc, axis=1)", "any": "tl.max(acc, axis=1)",
-               "all": "tl.min(acc, axis=1)"}[kind]
-        if kind == "prod":
-            body.helpers.add("_mul_combine")
-        if nanprop:
-            lines += ["has_nan = tl.max((acc != acc).to(tl.int32), axis=1) > 0",
-                      f"rv = tl.where(has_nan, float(\"nan\"), {fin})"]
-        else:
-            lines += [f"rv = {fin}"]
+        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers)
         result = "rv"
-    lines.append(f"r = {result}" + (" != 0" if out_node_val.dtype == torch.bool else ""))
-    if out_node_val.dtype == torch.bool:
+    lines = _RED_INDEX + acc_lines
+    is_bool = out_val.dtype == torch.bool
+    if is_bool:
         res_val.dtype = torch.bool
-    if out_rank and group.nodes:
-        rest = "rows"
-        for d in range(out_rank - 1, 0, -1):
-            lines += [f"o{d} = {rest} % osize{d}", f"q{d} = {rest} // osize{d}"]
-            rest = f"q{d}"
-        lines.append(f"o0 = {rest}")
-    lines += body.lines
-    body.values[anchor] = res_val  # type: ignore[attr-defined]
-    # stores: the anchor (values, plus indices for max/min.dim) and the epilogue outputs
-    stores = []
-    anchor_outs = 2 if tuple_out else (1 if anchor in mat else 0)
-    if tuple_out:
-        rv_out = pw.narrow("rv", out_node_val.dtype, body.helpers) if acc_dt == torch.float32 and \
-            out_node_val.dtype != torch.float32 else f"rv.to({pw.TL_DTYPE[out_node_val.dtype]})"
-        stores += [f"tl.store(out0_ptr + rows, {rv_out}, mask=rmask)",
-                   "tl.store(out1_ptr + rows, ri, mask=rmask)"]
-    body.outputs = [n for n in mat if n is not anchor]
-    if anchor in mat and not tuple_out:
-        body.outputs = [anchor] + body.outputs
-    st = store_lines(body, "rows", "rmask")
-    if tuple_out:
-        st = [s.replace("out", "outE", 1) for s in st]
-    lines += stores + st
-    out_params = [f"out{j}_ptr" for j in range(anchor_outs if tuple_out else 0)] + \
+    epi, anchor_outs = _red_epilogue(anchor, body, mat, out_val, out_rank, tuple_out, acc_dt, res_val)
+    epi = [f"r = {result}" + (" != 0" if is_bool else "")] + epi
+    partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), rv, mask=rmask)"]
+    if kind == "var":
+        partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), mean, mask=rmask)",
+                   "tl.store(ws_ptr + M * SPLIT + rows * SPLIT + tl.program_id(1), m2, mask=rmask)"]
+    lines += (["if PHASE == 1:"] + indent(partial) + ["else:"] + indent(epi)) if splittable else epi
+    out_params = [f"out{j}_ptr" for j in range(anchor_outs)] + \
         [f"{'outE' if tuple_out else 'out'}{j}_ptr" for j in range(len(body.outputs))]
     in_params = [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))]
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
-    sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn"] + sizes + strides +
-                    ["RED_BLOCK_M: tl.constexpr", "RED_BLOCK_N: tl.constexpr"])
+    sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2"] + sizes +
+                    strides + ["ws_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN", "RED_BLOCK_M: tl.constexpr",
+                               "RED_BLOCK_N: tl.constexpr", "PHASE: tl.constexpr", "X2: tl.constexpr"])
     doc = (f'    """{kind} over the last axis of x viewed as [M, N] (dims {dims} of a rank-{xr} input), '
            f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
-    # launch: permute the reduced dims last, view as [M, N]
+    launch = _red_launch(name, names, anchor, body, x, xr, kept, dims, keep, tuple_out, out_val, out_rank,
+                         acc_dt, splittable, kind == "var")
+    return src, launch, body.helpers
+
+
+def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
+                kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
+                acc_dt, splittable: bool, is_var: bool) -> list[str]:  # noqa: ANN001
+    """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split in two phases
+    when `_red_split` says so)."""
     xv = names[x]
     perm = kept + dims
-    launch = []
-    # explicit sizes, not -1: a zero-size input makes -1 ambiguous
-    m_expr = f"_numel([{xv}.shape[d] for d in {kept}])"
-    n_expr = f"_numel([{xv}.shape[d] for d in {dims}])"
-    if perm != list(range(xr)):
-        launch.append(f"_x = {xv}.permute({perm}).reshape({m_expr}, {n_expr})")
-    else:
-        launch.append(f"_x = {xv}.reshape({m_expr}, {n_expr})" if xr else
-                      f"_x = {xv}.reshape(1, 1)")
+    launch = [f"_xp = {xv}.permute({perm})" if xr else f"_xp = {xv}.reshape(1)",
+              f"_x, _M, _N, _sm, _n2, _sn, _sn2, _x2 = _red_view(_xp, {len(kept) if xr else 0})"]
     if keep:
         oshape = "[" + ", ".join("1" if d in dims else f"{xv}.shape[{d}]" for d in range(xr)) + "]"
     else:
@@ -286,7 +358,7 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     outs = [names[anchor] + "_0", names[anchor] + "_1"] if tuple_out else [names[n] for n in body.outputs]
     all_outs = list(outs)
     if tuple_out:
-        launch.append(f"{outs[0]} = torch.empty(_shape, dtype={torch_dtype(out_node_val.dtype)}, device=dev)")
+        launch.append(f"{outs[0]} = torch.empty(_shape, dtype={torch_dtype(out_val.dtype)}, device=dev)")
         launch.append(f"{outs[1]} = torch.empty(_shape, dtype=torch.int64, device=dev)")
         ep_outs = [names[n] for n in body.outputs]
         all_outs = outs[:2] + ep_outs
@@ -296,18 +368,45 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                for o, n in zip(ep_outs, body.outputs)]
     prep, ptrs, strd = _input_args(body, names, "_shape")
     launch += prep
-    launch.append("_M, _N = _x.shape")
-    args = ["_x"] + all_outs + ptrs + [names[s] for s in body.scalars] + ["_M", "_N", "*_x.stride()"] + \
-        [f"_shape[{d}]" for d in range(1, out_rank)] + strd
-    launch.append(f"if _M: {name}[(triton.cdiv(_M, RED_BLOCK_M),)]({', '.join(args)}, RED_BLOCK_M=RED_BLOCK_M, "
-                  "RED_BLOCK_N=RED_BLOCK_N, num_warps=NUM_WARPS)")
-    return src, launch, body.helpers
+    rest = all_outs + ptrs + [names[s] for s in body.scalars]
+    sizes = [f"_shape[{d}]" for d in range(1, out_rank)] + strd
+    kw = "RED_BLOCK_M=RED_BLOCK_M, RED_BLOCK_N=RED_BLOCK_N, num_warps=NUM_WARPS"
+    grid = "(triton.cdiv(_M, RED_BLOCK_M), {})"
+
+    def call(x_args: list[str], tail: list[str], g: str, phase: int, x2: str) -> str:
+        return (f"{name}[{grid.format(g)}]({', '.join(x_args[:1] + rest + x_args[1:] + sizes + tail)}, "
+                f"{kw}, PHASE={phase}, X2={x2})")
+    whole = call(["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2"], ["_x", "1", "_N", "_N", "_N"], "1", 0, "_x2")
+    if not splittable:
+        launch.append(f"if _M: {whole}")
+        return launch
+    launch += ["_split = _red_split(_M, _N, RED_BLOCK_M, RED_BLOCK_N) if _M else 1",
+               "if _split > 1:",
+               "    _chunk = triton.cdiv(triton.cdiv(_N, _split), RED_BLOCK_N) * RED_BLOCK_N",
+               "    _split = triton.cdiv(_N, _chunk)",
+               f"    _ws = torch.empty([{2 if is_var else 1} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
+               "    " + call(["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2"], ["_ws", "_split", "_chunk", "_N", "1"],
+                             "_split", 1, "_x2"),
+               "    " + call(["_ws", "_M", "_split", "_split", "1", "1", "0"], ["_ws", "_split", "_chunk", "_N", "_N"],
+                             "1", 2, "False"),
+               f"elif _M: {whole}"]
+    return launch
+
+
+def dot_precision(precision: str) -> str:
+    """The input_precision argument of an fp32 tl.dot: `DOT_PREC` (the MM_PRECISION tunable: "ieee", or
+    "tf32x3", three tf32 products, near fp32 accuracy, which the tuner keeps only where the outputs match)
+    unless the spec allows tf32."""
+    return ', input_precision="tf32"' if precision == "tf32" else ", input_precision=DOT_PREC"
 
 
 def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node, str],
                   precision: str) -> tuple[str, list[str], set[str]]:
-    """C[b] = A[b] @ B[b] tiled MM_BLOCK_M x MM_BLOCK_N, K walked in MM_BLOCK_K steps, fp32 accumulator;
-    mm is the B = 1 case. The epilogue (bias, activation, scale) runs on the accumulator tile."""
+    """C[b] = A[b] @ B[b] tiled MM_BLOCK_M x MM_BLOCK_N (tiles ordered in groups of MM_GROUP_M rows of tiles,
+    for L2 reuse), K walked in MM_BLOCK_K steps, fp32 accumulator; mm is the B = 1 case. The epilogue (bias,
+    activation, scale) runs on the accumulator tile. Split-K (`_mm_split`: few tiles and a long K, or a K
+    too long for one fp32 chain): phase 1 stores SPLIT_K partial tiles, phase 2 sums them in order and runs
+    the epilogue."""
     import torch
 
     anchor = group.anchor
@@ -329,29 +428,45 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
     body.values[anchor] = res  # type: ignore[attr-defined]
     acc_tl = pw.TL_DTYPE[res.dtype]
     bf16 = dtype(a) == torch.bfloat16
-    prec = f', input_precision="{precision}"' if dtype(a) == torch.float32 else ""
-    lines = ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "pid_b = tl.program_id(2).to(tl.int64)",
+    prec = dot_precision(precision) if dtype(a) == torch.float32 else ""
+    tile = "(pid_b * SPLIT_K + tl.program_id(1) % SPLIT_K) * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]"
+    lines = ["pid = tl.program_id(0)", "grid_m = tl.cdiv(M, MM_BLOCK_M)", "grid_n = tl.cdiv(N, MM_BLOCK_N)",
+             "width = MM_GROUP_M * grid_n", "first_m = (pid // width) * MM_GROUP_M",
+             "group_m = tl.minimum(grid_m - first_m, MM_GROUP_M)",
+             "pid_m = first_m + (pid % width) % group_m", "pid_n = (pid % width) // group_m",
+             "if PHASE == 1:", "    pid_b = (tl.program_id(1) // SPLIT_K).to(tl.int64)",
+             "    k_lo = (tl.program_id(1) % SPLIT_K) * K_CHUNK", "    k_hi = tl.minimum(k_lo + K_CHUNK, K)",
+             "else:", "    pid_b = tl.program_id(1).to(tl.int64)", "    k_lo = 0", "    k_hi = K",
              "rm = pid_m * MM_BLOCK_M + tl.arange(0, MM_BLOCK_M)", "rn = pid_n * MM_BLOCK_N + tl.arange(0, MM_BLOCK_N)",
-             "rk = tl.arange(0, MM_BLOCK_K)",
-             "a_ptrs = a_ptr + pid_b * a_sb + rm[:, None] * a_sm + rk[None, :] * a_sk",
-             "b_ptrs = b_ptr + pid_b * b_sb + rk[:, None] * b_sk + rn[None, :] * b_sn",
+             "cmask = (rm[:, None] < M) & (rn[None, :] < N)",
              f"acc = tl.zeros([MM_BLOCK_M, MM_BLOCK_N], {acc_tl})",
-             "for k0 in range(0, K, MM_BLOCK_K):",
-             "    a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)",
-             "    b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)",
-             *(["    if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
-                "        a = a.to(tl.float32)", "        b = b.to(tl.float32)"] if bf16 else []),
-             f"    acc += tl.dot(a, b{prec})",
-             "    a_ptrs += MM_BLOCK_K * a_sk",
-             "    b_ptrs += MM_BLOCK_K * b_sk",
-             "cmask = (rm[:, None] < M) & (rn[None, :] < N)"]
-    lines += body.lines + store_lines(body, "pid_b * M * N + rm[:, None] * N + rn[None, :]", "cmask")
+             "if PHASE == 2:",
+             "    for s in range(0, SPLIT_K):",
+             "        acc += tl.load(ws_ptr + (pid_b * SPLIT_K + s) * M * N + rm[:, None].to(tl.int64) * N "
+             "+ rn[None, :], mask=cmask, other=0.0)",
+             "else:",
+             "    rk = k_lo + tl.arange(0, MM_BLOCK_K)",
+             "    a_ptrs = a_ptr + pid_b * a_sb + rm[:, None].to(tl.int64) * a_sm + rk[None, :] * a_sk",
+             "    b_ptrs = b_ptr + pid_b * b_sb + rk[:, None] * b_sk + rn[None, :].to(tl.int64) * b_sn",
+             "    for k0 in range(0, k_hi - k_lo, MM_BLOCK_K):",
+             "        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < k_hi), other=0.0)",
+             "        b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < k_hi) & (rn[None, :] < N), other=0.0)",
+             *(["        if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
+                "            a = a.to(tl.float32)", "            b = b.to(tl.float32)"] if bf16 else []),
+             f"        acc += tl.dot(a, b{prec})",
+             "        a_ptrs += MM_BLOCK_K * a_sk",
+             "        b_ptrs += MM_BLOCK_K * b_sk"]
+    epi = body.lines + store_lines(body, "pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]", "cmask")
+    lines += ["if PHASE == 1:", f"    tl.store(ws_ptr + {tile}, acc, mask=cmask)", "else:"] + indent(epi)
     r = 3 if batched else 2
     sig = ", ".join(["a_ptr", "b_ptr"] + [f"out{j}_ptr" for j in range(len(body.outputs))] +
                     [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))] +
                     ["M", "N", "K", "a_sb", "a_sm", "a_sk", "b_sb", "b_sk", "b_sn"] +
                     [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(r)] +
-                    ["MM_BLOCK_M: tl.constexpr", "MM_BLOCK_N: tl.constexpr", "MM_BLOCK_K: tl.constexpr"] +
+                    ["ws_ptr", "SPLIT_K", "K_CHUNK"] +
+                    ["MM_BLOCK_M: tl.constexpr", "MM_BLOCK_N: tl.constexpr", "MM_BLOCK_K: tl.constexpr",
+                     "MM_GROUP_M: tl.constexpr", "PHASE: tl.constexpr"] +
+                    (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
                     (["DOT_F32: tl.constexpr"] if bf16 else []))
     doc = (f'    """{"bmm" if batched else "mm"} with an fp32 accumulator; epilogue: '
            f'{", ".join(n.name for n in group.nodes) or "none"}."""')
@@ -371,8 +486,20 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
     launch += prep
     args = [av, bv] + outs + ptrs + [names[s] for s in body.scalars] + \
         ["_M", "_N", "_K", "_sa[0]", "_sa[1]", "_sa[2]", "_sb[0]", "_sb[1]", "_sb[2]"] + strd
-    launch.append(f"if _M and _N and _B: {name}[(triton.cdiv(_M, MM_BLOCK_M), triton.cdiv(_N, MM_BLOCK_N), _B)]("
-                  f"{', '.join(args)}, "
-                  "MM_BLOCK_M=MM_BLOCK_M, MM_BLOCK_N=MM_BLOCK_N, MM_BLOCK_K=MM_BLOCK_K, num_warps=MM_NUM_WARPS, "
-                  f"num_stages=MM_NUM_STAGES{', DOT_F32=_DOT_F32' if bf16 else ''})")
+    # a thin operand (a matrix-vector product, a batch-1 linear) gets a tile no wider than it needs
+    launch += ["_bm = min(MM_BLOCK_M, max(16, triton.next_power_of_2(_M)))",
+               "_bn = min(MM_BLOCK_N, max(16, triton.next_power_of_2(_N)))",
+               "_tiles = triton.cdiv(_M, _bm) * triton.cdiv(_N, _bn)",
+               "_split = _mm_split(_M, _N, _K, _B, _bm, _bn, MM_BLOCK_K) if _M and _N and _B else 1"]
+    kw = ("MM_BLOCK_M=_bm, MM_BLOCK_N=_bn, MM_BLOCK_K=MM_BLOCK_K, MM_GROUP_M=MM_GROUP_M, num_warps=MM_NUM_WARPS, "
+          "num_stages=MM_NUM_STAGES" + (", DOT_PREC=MM_PRECISION" if "DOT_PREC" in prec else "") +
+          (", DOT_F32=_DOT_F32" if bf16 else ""))
+    call = f"{name}[(_tiles, {{g}})]({', '.join(args)}, {{tail}}, {kw}, PHASE={{ph}})"
+    launch += ["if _split > 1:",
+               "    _kc = triton.cdiv(triton.cdiv(_K, _split), MM_BLOCK_K) * MM_BLOCK_K",
+               "    _split = triton.cdiv(_K, _kc)",
+               "    _ws = torch.empty([_B * _split * _M * _N], dtype=torch.float32, device=dev)",
+               "    " + call.format(g="_B * _split", tail="_ws, _split, _kc", ph=1),
+               "    " + call.format(g="_B", tail="_ws, _split, _kc", ph=2),
+               "elif _M and _N and _B: " + call.format(g="_B", tail=f"{av}, 1, _K", ph=0)]
     return src, launch, body.helpers
