@@ -110,7 +110,8 @@ def _lower_bounded(path: Path, timeout_s: float, overrides: dict | None = None):
 
 
 FIELDS = ["level", "problem", "status", "correct", "max_abs_err", "eager_us", "compile_us", "draft_us",
-          "tuned_draft_us", "speedup_vs_eager", "speedup_vs_compile", "n_kernels", "first_call_s",
+          "tuned_draft_us", "speedup_vs_eager", "speedup_vs_compile", "tuned_speedup_vs_eager", "tuned_config",
+          "tune_tried", "tune_ok", "n_kernels", "first_call_s",
           "inductor_compile_s", "tf32", "wall_s", "reason"]
 
 
@@ -153,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
         by_level.setdefault(manifest[i]["level"], []).append(i)
     todo = [i for k in range(max(map(len, by_level.values()), default=0)) for lv in sorted(by_level)
             for i in by_level[lv][k:k + 1]]
-    job = {"dir": str(d), "device": args.device, "timing": args.timing_s, "max_reps": args.max_reps}
+    job = {"dir": str(d), "device": args.device, "timing": args.timing_s, "max_reps": args.max_reps,
+           "tune": args.tune}
     # phase A
     warm: dict[int, dict] = {}
     a_end = time.monotonic() + args.budget_s * args.warm_share
@@ -228,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
         if dr > 0 and r.get("correct"):
             r["speedup_vs_eager"] = f"{e / dr:.4g}" if e else ""
             r["speedup_vs_compile"] = f"{c / dr:.4g}" if c else ""
+            t = float(r.get("tuned_draft_us") or 0)
+            if t > 0 and e:
+                r["tuned_speedup_vs_eager"] = f"{e / min(t, dr):.4g}"
     _write(out, args, [rows[i] for i in range(len(manifest))])
     return 0
 
@@ -242,13 +247,22 @@ def summarize(rows: list[dict]) -> dict:
         ok = [r for r in rs if r.get("correct") is True]
         ve = [float(r["speedup_vs_eager"]) for r in ok if r.get("speedup_vs_eager")]
         vc = [float(r["speedup_vs_compile"]) for r in ok if r.get("speedup_vs_compile")]
+        vt = [float(r.get("tuned_speedup_vs_eager") or r["speedup_vs_eager"]) for r in ok
+              if r.get("speedup_vs_eager")]
+        tuned = [r for r in ok if r.get("tuned_speedup_vs_eager")]
         out[str(lvl)] = {"problems": len(rs), "ran": len(ran), "correct": len(ok),
                          "correct_share_of_problems": round(len(ok) / len(rs), 4) if rs else None,
                          "geomean_vs_eager": round(wk.geomean(ve), 4) if ve else None,
                          "geomean_vs_compile": round(wk.geomean(vc), 4) if vc else None,
                          "fast_1_vs_eager": round(sum(x > 1 for x in ve) / len(rs), 4) if rs else None,
                          "fast_1_vs_compile": round(sum(x > 1 for x in vc) / len(rs), 4) if rs else None,
-                         "below_0.2x_eager": sum(x < 0.2 for x in ve)}
+                         "below_0.2x_eager": sum(x < 0.2 for x in ve),
+                         # after the offline tuner (--tune): each tuned row's best config, the others untuned
+                         "tuned_rows": len(tuned),
+                         "geomean_vs_eager_tuned": round(wk.geomean(vt), 4) if vt and tuned else None,
+                         "fast_1_vs_eager_tuned": round(sum(x > 1 for x in vt) / len(rs), 4) if rs and tuned
+                         else None,
+                         "below_0.2x_eager_tuned": sum(x < 0.2 for x in vt) if tuned else None}
     return out
 
 
@@ -264,7 +278,10 @@ def provenance(args: argparse.Namespace) -> dict:
          "argv": sys.argv[1:], "timing": "CUDA events around each call, median" if args.device == "cuda"
          else "perf_counter, median (CPU interpreter: a dry run, not a speed)",
          "tf32": "off in eager and torch.compile unless the spec sets ALLOW_TF32",
-         "tuned_draft_us": "not measured: no offline-tuner budget in this call"}
+         "tuned_draft_us": (f"--tune {args.tune}: up to {args.tune} configs of each correct draft "
+                            "(workbench/lowering/tune.py), each checked against eager, then timed; the fastest "
+                            "correct one, the untuned draft included" if args.tune else
+                            "not measured: no offline-tuner budget in this call (--tune 0)")}
     try:
         p["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                                      cwd=Path(__file__).resolve().parents[1]).stdout.strip() or args.commit
@@ -321,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--compile-every", type=int, default=1,
                    help="torch.compile every K-th problem of phase B's (level-interleaved) order")
     r.add_argument("--warm-compile", action="store_true", help="phase A also runs torch.compile (fills its cache)")
+    r.add_argument("--tune", type=int, default=0,
+                   help="per correct draft, time up to N configs of its TUNABLES (workbench/lowering/tune.py) after "
+                        "the untuned timing, inside --cap-s; fills tuned_draft_us")
     r.add_argument("--levels", default="", help="e.g. 1,2 (default: all in the manifest)")
     r.add_argument("--limit", type=int, default=0, help="the first N problems of the manifest")
     r.add_argument("--cache-dir", default=".cache/lowering_gpu_cache")

@@ -6,6 +6,7 @@ its context takes only its own process down). On `cpu` the interpreter is set be
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -178,7 +179,9 @@ def measure(job: dict) -> dict:
             _sync(device)
             row["first_call_s"] = round(time.perf_counter() - t0, 2)
             ok, worst, why = compare(want, got)
-            del want, got
+            del got
+            if not (ok and job.get("tune") and not job["warm_only"]):
+                del want
             row.update(status="passed" if ok else "incorrect", correct=ok, max_abs_err=f"{worst:.3g}", reason=why)
             stage = "kernels"
             row["n_kernels"] = count_launches(lambda: model_new(*inputs))
@@ -204,6 +207,10 @@ def measure(job: dict) -> dict:
             if compiled is not None:
                 stage = "timing torch.compile"
                 row["compile_us"] = round(time_us(lambda: compiled(*inputs), device, b, reps), 2)
+            if ok and job.get("tune"):
+                stage = "tuning"
+                tune(row, cand, Path(job["dir"]) / item["candidate"], model_new, inputs, want, device, b, reps,
+                     int(job["tune"]))
     except ProblemTimeout:
         row.update(status=row.get("status", "timeout"), reason=row.get("reason") or
                    f"time cap {job['cap_s']:.0f} s reached during {stage}")
@@ -223,6 +230,49 @@ def measure(job: dict) -> dict:
     if fatal(str(row.get("reason", ""))):
         row["fatal"] = True
     return row
+
+
+def tune(row: dict, cand: Any, path: Path, model_new: Any, inputs: list[Any], want: list[Any], device: str,
+         budget_s: float, reps: int, n: int) -> None:
+    """Time up to n configs of the draft (workbench/lowering/tune.py), each checked against eager first;
+    row gets tuned_draft_us (the fastest correct one, the untuned draft included), tuned_config and
+    tune_tried/tune_ok. Written as it goes: the problem's time cap may end the loop."""
+    import torch
+
+    from workbench.lowering.tune import configs
+
+    base = {k: getattr(cand, k) for k in getattr(cand, "TUNABLES", {})}
+    best_us, best = float(row["draft_us"]), {}
+    row.update(tuned_draft_us=round(best_us, 2), tuned_config="{}", tune_tried=0, tune_ok=0)
+    try:
+        for cfg in configs(path.read_text(), n):
+            for k, v in base.items():
+                setattr(cand, k, v)
+            for k, v in cfg.items():
+                setattr(cand, k, v)
+            row["tune_tried"] += 1
+            try:
+                with torch.no_grad():
+                    got = _flat(model_new(*inputs))
+                _sync(device)
+                ok, _, _ = compare(want, got)
+                del got
+                if not ok:
+                    continue
+                us = time_us(lambda: model_new(*inputs), device, budget_s, reps)
+            except ProblemTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a config that does not compile or fit: the next one
+                if fatal(_line(exc)):
+                    raise
+                continue
+            row["tune_ok"] += 1
+            if us < best_us:
+                best_us, best = us, cfg
+                row.update(tuned_draft_us=round(us, 2), tuned_config=json.dumps(best, sort_keys=True))
+    finally:
+        for k, v in base.items():
+            setattr(cand, k, v)
 
 
 def _line(exc: BaseException) -> str:
