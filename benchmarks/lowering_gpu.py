@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
             use_compile = compile_left > 0 and "compile_reason" not in w and todo.index(i) % args.compile_every == 0
             t0 = time.monotonic()
             res = pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": min(args.cap_s, left),
-                                                 "compile": use_compile, "warm_only": False},))
+                                                 "compile": use_compile, "warm_only": False,
+                                                 "tune_configs": w.get("tune_warm")},))
             try:
                 r = res.get(timeout=min(args.cap_s, left) + 10)
             except Exception as exc:  # noqa: BLE001 - hung or died: a fresh worker for the next problem

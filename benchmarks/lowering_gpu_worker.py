@@ -180,7 +180,7 @@ def measure(job: dict) -> dict:
             row["first_call_s"] = round(time.perf_counter() - t0, 2)
             ok, worst, why = compare(want, got)
             del got
-            if not (ok and job.get("tune") and not job["warm_only"]):
+            if not (ok and job.get("tune")):
                 del want
             row.update(status="passed" if ok else "incorrect", correct=ok, max_abs_err=f"{worst:.3g}", reason=why)
             stage = "kernels"
@@ -198,6 +198,10 @@ def measure(job: dict) -> dict:
                     compiled = None
                     row["compile_reason"] = f"torch.compile: {_line(exc)}"
             if job["warm_only"]:
+                if ok and job.get("tune"):
+                    stage = "tuning warm-up"
+                    row["tune_warm"] = warm_configs(cand, Path(job["dir"]) / item["candidate"], model_new, inputs,
+                                                    want, device, int(job["tune"]))
                 return row
             b, reps = job["timing"], job.get("max_reps", 50)
             stage = "timing eager"
@@ -210,7 +214,7 @@ def measure(job: dict) -> dict:
             if ok and job.get("tune"):
                 stage = "tuning"
                 tune(row, cand, Path(job["dir"]) / item["candidate"], model_new, inputs, want, device, b, reps,
-                     int(job["tune"]))
+                     int(job["tune"]), job.get("tune_configs"))
     except ProblemTimeout:
         row.update(status=row.get("status", "timeout"), reason=row.get("reason") or
                    f"time cap {job['cap_s']:.0f} s reached during {stage}")
@@ -232,11 +236,45 @@ def measure(job: dict) -> dict:
     return row
 
 
+def warm_configs(cand: Any, path: Path, model_new: Any, inputs: list[Any], want: list[Any], device: str,
+                 n: int) -> list[dict]:
+    """Phase A of --tune: each config's first call (Triton compiles it into the shared cache) and its check
+    against eager, in the parallel warm-up workers; the configs that ran and matched, for phase B to time."""
+    import torch
+
+    from workbench.lowering.tune import configs
+
+    base = {k: getattr(cand, k) for k in getattr(cand, "TUNABLES", {})}
+    good = []
+    try:
+        for cfg in configs(path.read_text(), n):
+            for k, v in {**base, **cfg}.items():
+                setattr(cand, k, v)
+            try:
+                with torch.no_grad():
+                    got = _flat(model_new(*inputs))
+                _sync(device)
+            except ProblemTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a config that does not compile or fit
+                if fatal(_line(exc)):
+                    raise
+                continue
+            if compare(want, got)[0]:
+                good.append(cfg)
+            del got
+    finally:
+        for k, v in base.items():
+            setattr(cand, k, v)
+    return good
+
+
 def tune(row: dict, cand: Any, path: Path, model_new: Any, inputs: list[Any], want: list[Any], device: str,
-         budget_s: float, reps: int, n: int) -> None:
-    """Time up to n configs of the draft (workbench/lowering/tune.py), each checked against eager first;
-    row gets tuned_draft_us (the fastest correct one, the untuned draft included), tuned_config and
-    tune_tried/tune_ok. Written as it goes: the problem's time cap may end the loop."""
+         budget_s: float, reps: int, n: int, warm: list[dict] | None = None) -> None:
+    """Time up to n configs of the draft (workbench/lowering/tune.py; `warm`: the ones phase A found
+    correct), each checked against eager first; row gets tuned_draft_us (the fastest correct one, the
+    untuned draft included), tuned_config and tune_tried/tune_ok. Written as it goes: the problem's time
+    cap may end the loop."""
     import torch
 
     from workbench.lowering.tune import configs
@@ -245,7 +283,7 @@ def tune(row: dict, cand: Any, path: Path, model_new: Any, inputs: list[Any], wa
     best_us, best = float(row["draft_us"]), {}
     row.update(tuned_draft_us=round(best_us, 2), tuned_config="{}", tune_tried=0, tune_ok=0)
     try:
-        for cfg in configs(path.read_text(), n):
+        for cfg in (warm if warm is not None else configs(path.read_text(), n))[:n]:
             for k, v in base.items():
                 setattr(cand, k, v)
             for k, v in cfg.items():

@@ -46,8 +46,8 @@ def test_cpu_dry_run_fills_tuned_columns(tmp_path: Path) -> None:
     assert lg.main(["stage", "--picks", "1:0:1", "--dir", str(d), "--max-elems", "4096",
                     "--prepare-timeout", "120"]) == 0
     out = tmp_path / "out"
-    assert lg.main(["run", "--dir", str(d), "--out", str(out), "--device", "cpu", "--workers", "0", "--tune", "2",
-                    "--cap-s", "120", "--budget-s", "200", "--compile-budget-s", "0"]) == 0
+    assert lg.main(["run", "--dir", str(d), "--out", str(out), "--device", "cpu", "--workers", "1", "--tune", "2",
+                    "--cap-s", "120", "--budget-s", "300", "--warm-share", "0.5", "--compile-budget-s", "0"]) == 0
     (row,) = list(csv.DictReader((out / "lowering_gpu.csv").open()))
     assert row["correct"] == "True" and row["tune_tried"] == "2" and float(row["tuned_draft_us"]) > 0
     assert float(row["tuned_draft_us"]) <= float(row["draft_us"])
