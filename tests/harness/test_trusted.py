@@ -303,3 +303,13 @@ def test_large_outputs_are_judged_on_a_sample_and_stale_ones_still_fail(harness_
         stale = h.evaluate(SPEC, HERE / "hostile" / "computes_only_early.py", trials=2)
     assert ok.status == Status.PASSED and ok.details["judged"]["sampled"] >= 2, (ok.error, ok.details)
     assert stale.status == Status.INCORRECT, (stale.status, stale.error)
+
+
+def test_inputs_made_from_seeds_are_made_again_for_the_judge(harness_env) -> None:
+    # the GPU's path on the CPU: no staged input files, trial inputs regenerated from their seeds to judge
+    with harness_env(WB_DEVICE_INPUTS="on", WB_JUDGE_FULL_MB="0.001") as h:
+        ok = h.evaluate(SPEC, ROOT / "examples" / "vector_add" / "candidate.py", trials=2)
+        stale = h.evaluate(SPEC, HERE / "hostile" / "computes_only_early.py", trials=2)
+    assert ok.status == Status.PASSED, ok.error
+    assert ok.details["inputs"] == "made on the device" and ok.details["judged"]["files"] == 0
+    assert stale.status == Status.INCORRECT, (stale.status, stale.error)

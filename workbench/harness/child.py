@@ -249,7 +249,9 @@ class _CandidateRun:
         if iso is not None:
             for p in (self.sandbox / "tmp", self.sandbox / "stdout.txt", self.sandbox / "stderr.txt"):
                 os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
-            _sandbox.set_limits()
+            # the file-size limit leaves room for the outbox, which holds GB outputs at published sizes
+            total = int(((job.get("outbox") or {}).get("layout") or {}).get("total", 0))
+            _sandbox.set_limits(file_size_gb=max(8.0, total / 2**30 + 1.0))
             _sandbox.drop_privileges(iso, job["uid"])
         self.chan.send({"isolated": iso.to_dict() if iso is not None else None})
 
@@ -482,7 +484,8 @@ class _Reference:
                     inputs = _plan.build_inputs(self.spec, seed, "cpu", self.icache)
                     torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
                     trials.append(f"in_{si}_{t}.pt")
-                self.host[(si, t)] = inputs
+                if not devgen:  # made again from the seed when needed: held, GBs would sit on the device
+                    self.host[(si, t)] = inputs
                 if si == self.timed:
                     set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
             shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
@@ -506,7 +509,7 @@ class _Reference:
         metas: list[_outbox.Meta] = []
         for si in range(len(self.plan.shapes)):
             with torch.no_grad():
-                outs = flatten_outputs(self.model(si)(*_plan.to_device(self.host[(si, 0)], self.device)))
+                outs = flatten_outputs(self.model(si)(*_plan.to_device(self.trial_inputs(si, 0), self.device)))
             meta = _outbox.describe(outs)
             del outs
             if meta is None:
@@ -525,6 +528,13 @@ class _Reference:
         self.arena = _outbox.Arena(Path(where), layout, self.device)
         return {"layout": layout.to_dict(), "trial_slots": len(trial_slots), "timed_slots": timed,
                 "out_bytes": out_bytes, "trial_samples": self.trial_samples}
+
+    def trial_inputs(self, si: int, t: int) -> list[Any]:
+        """Trial t of shape si's inputs: the staged ones, or made again on the device from their seed."""
+        if (si, t) in self.host:
+            return self.host[(si, t)]
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[si][1])
+        return _plan.generate_on(self.spec, self.plan.trial_seed(si, t), self.device)
 
     def model(self, si: int) -> Any:
         if si not in self.models:
@@ -600,7 +610,7 @@ class _Reference:
         for si, (name, _) in enumerate(self.plan.shapes):
             for t in range(self.plan.trials):
                 slot = si * self.plan.trials + t
-                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", self.host[(si, t)], slot,
+                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", (si, t), slot,
                              self.trial_samples[slot] if slot < len(self.trial_samples) else None))
             if si == self.timed:
                 if not timed:
@@ -614,6 +624,8 @@ class _Reference:
         for si, where, fname, host, slot, sample in todo:
             if isinstance(host, int):
                 host = self.timed_sets([host], self.cache_timed)[0]
+            else:
+                host = self.trial_inputs(*host)
             with torch.no_grad():
                 ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
             # A candidate-written file, read by this root process: no link followed, a size bound from
