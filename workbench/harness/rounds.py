@@ -310,8 +310,16 @@ class _Graph:
             torch.cuda.current_stream().wait_stream(side)
             sync()
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                self.outs = [call(st) for st in sets]
+            backup = _generator_backup()
+            try:
+                with torch.cuda.graph(self.graph):
+                    self.outs = [call(st) for st in sets]
+            except BaseException:
+                # A capture that fails midway leaves the default CUDA generator marked as capturing: every
+                # later random input of the process (a next shape's, the judge's) would raise "Offset
+                # increment outside graph capture". Its state before the capture is put back.
+                _generator_restore(backup)
+                raise
         sync()
 
     def fill(self, sets: list[list[Any]]) -> None:
@@ -321,6 +329,26 @@ class _Graph:
             for a, b in zip(slot, new):
                 if isinstance(a, torch.Tensor):
                     a.copy_(b)
+
+
+def _generator_backup() -> Any:
+    import torch
+
+    try:
+        return torch.cuda.default_generators[torch.cuda.current_device()].clone_state()
+    except (AttributeError, RuntimeError, IndexError):  # an older torch: nothing to put back
+        return None
+
+
+def _generator_restore(backup: Any) -> None:
+    import torch
+
+    if backup is None:
+        return
+    try:
+        torch.cuda.default_generators[torch.cuda.current_device()].graphsafe_set_state(backup)
+    except (AttributeError, RuntimeError, IndexError):
+        pass
 
 
 def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[str, Any]], list[list[Any]]],
