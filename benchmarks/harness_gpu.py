@@ -156,6 +156,8 @@ def run_main(args: argparse.Namespace) -> int:
     items = _items(Path(args.stage) if args.stage else None, args.limit)
     if args.kinds:
         items = [it for it in items if it["kind"].startswith(tuple(common.split_list(args.kinds)))]
+    if args.names:  # a rerun of some pairs only
+        items = [it for it in items if it["kind"] == "kernelbench_l1" or it["name"] in common.split_list(args.names)]
     # 3. rejection first: a Harness not started yet, nothing of the GPU touched
     from workbench.harness import Harness
 
@@ -227,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clean-share", type=float, default=0.3, help="part of the budget kept for the clean timing")
     ap.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
     ap.add_argument("--kinds", default="", help="comma-separated kinds to run: example, case_study, kernelbench")
+    ap.add_argument("--names", default="", help="example and case-study names to run (all staged problems run)")
     return run_main(ap.parse_args(argv))
 
 
