@@ -175,15 +175,16 @@ def tunable_kwargs(source: str) -> dict[str, dict[str, str]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if isinstance(node.value, ast.Constant):
                 tunables.add(node.targets[0].id)
-    # `_bm = min(MM_BLOCK_M, ...)`: a block clamped to a thin operand follows its tunable (the check then
-    # compiles the unclamped block, which needs at least the resources of the clamped one)
+    # `_bm = min(MM_BLOCK_M, ...)`, `_rbn = min(RED_BLOCK_N * ..., ...)`: a block adapted to the operand's
+    # shape follows the first tunable of min's first argument (the check compiles that tunable's value)
     clamped: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
-                and node.value.func.id == "min" and node.value.args and isinstance(node.value.args[0], ast.Name) \
-                and node.value.args[0].id in tunables:
-            clamped[node.targets[0].id] = node.value.args[0].id
+                and node.value.func.id == "min" and node.value.args:
+            first = [n.id for n in ast.walk(node.value.args[0]) if isinstance(n, ast.Name) and n.id in tunables]
+            if first:
+                clamped[node.targets[0].id] = first[0]
     out: dict[str, dict[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) \

@@ -370,8 +370,11 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     launch += prep
     rest = all_outs + ptrs + [names[s] for s in body.scalars]
     sizes = [f"_shape[{d}]" for d in range(1, out_rank)] + strd
-    kw = "RED_BLOCK_M=RED_BLOCK_M, RED_BLOCK_N=RED_BLOCK_N, num_warps=NUM_WARPS"
-    grid = "(triton.cdiv(_M, RED_BLOCK_M), {})"
+    # fewer rows than a block holds (a full reduction: one): the block's rows go to its width instead
+    launch += ["_rbm = min(RED_BLOCK_M, triton.next_power_of_2(max(_M, 1)))",
+               "_rbn = min(RED_BLOCK_N * (RED_BLOCK_M // _rbm), 4096)"]
+    kw = "RED_BLOCK_M=_rbm, RED_BLOCK_N=_rbn, num_warps=NUM_WARPS"
+    grid = "(triton.cdiv(_M, _rbm), {})"
 
     def call(x_args: list[str], tail: list[str], g: str, phase: int, x2: str) -> str:
         return (f"{name}[{grid.format(g)}]({', '.join(x_args[:1] + rest + x_args[1:] + sizes + tail)}, "
@@ -380,9 +383,9 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     if not splittable:
         launch.append(f"if _M: {whole}")
         return launch
-    launch += ["_split = _red_split(_M, _N, RED_BLOCK_M, RED_BLOCK_N) if _M else 1",
+    launch += ["_split = _red_split(_M, _N, _rbm, _rbn) if _M else 1",
                "if _split > 1:",
-               "    _chunk = triton.cdiv(triton.cdiv(_N, _split), RED_BLOCK_N) * RED_BLOCK_N",
+               "    _chunk = triton.cdiv(triton.cdiv(_N, _split), _rbn) * _rbn",
                "    _split = triton.cdiv(_N, _chunk)",
                f"    _ws = torch.empty([{2 if is_var else 1} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
                "    " + call(["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2"], ["_ws", "_split", "_chunk", "_N", "1"],
