@@ -71,7 +71,10 @@ def _harness_part(items: list[dict], device: str, deadline: float) -> list[dict]
                          "inputs": res.details.get("inputs"), "error": res.error[:200].replace("\n", " "),
                          "timings_s": {k: round(v, 4) for k, v in t.items() if isinstance(v, (int, float))},
                          "reps": res.details.get("reps"), "device_stats": res.details.get("device"),
-                         "judged": res.details.get("judged")})
+                         "judged": res.details.get("judged"),
+                         "outbox_device_error": res.details.get("outbox_device_error"),
+                         "stderr_tail": res.stdout_tail[-400:] if (res.details.get("judged") or {}).get("way")
+                         != "device" else ""})
             print(f"{it['kind']:16s} {it['name'][:40]:40s} {res.summary()[:110]}", flush=True)
     return rows
 

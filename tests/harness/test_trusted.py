@@ -259,6 +259,7 @@ def test_judged_outputs_travel_through_the_outbox(harness_env) -> None:
     assert res.status == Status.PASSED, res.error
     judged = res.details["judged"]
     assert judged["files"] == 0 and judged["outbox"] >= 2 + 2, judged  # both trials and the timed ones
+    assert judged["way"] == "file"  # device memory is the GPU's way
 
 
 def test_without_the_outbox_outputs_travel_as_files(harness_env) -> None:

@@ -190,6 +190,8 @@ class Harness:
         res.details["timed_shape"] = plan.get("timed")
         if raw.get("judged"):  # where the judge read the outputs: outbox slots or files
             res.details["judged"] = raw["judged"]
+        if raw.get("outbox_device_error"):  # why the GPU's outbox was the file
+            res.details["outbox_device_error"] = raw["outbox_device_error"]
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)
         cand, base = raw.get("timing"), raw.get("baseline")
         cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")))

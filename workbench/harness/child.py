@@ -190,9 +190,9 @@ def _flag(guard: Guard, tag: str) -> None:
         guard.violations.append(tag)
 
 
-def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None) -> None:
+def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
     """Entry point of the candidate process: confine, guard, import, run the trials, serve the timed rounds."""
-    run = _CandidateRun(job, chan, iso)
+    run = _CandidateRun(job, chan, iso, sock)
     run.confine()      # 1. namespaces, read-only view, its own uid: before anything of the candidate exists
     run.guard_up()     # 2. the second line: audit hook, patch detector, wrappers
     try:
@@ -219,8 +219,8 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
 class _CandidateRun:
     """The candidate process's state across its numbered steps (`run_candidate`)."""
 
-    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None) -> None:
-        self.job, self.chan, self.iso = job, chan, iso
+    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
+        self.job, self.chan, self.iso, self.sock = job, chan, iso, sock
         self.msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "",
                                     "timings_s": {}}
         self.t_start = time.perf_counter()
@@ -231,11 +231,13 @@ class _CandidateRun:
         self.allowed = frozenset(job.get("allowed_ops", []))
         self.first_call = True
         self.outbox: _outbox.Writer | None = None
+        self.shared: Any = None
         self.trial_slot = 0   # slots in the order the reference laid them out: trials, then timed outputs
         self.timed_slot = int((job.get("outbox") or {}).get("trial_slots", 0))
 
     def confine(self) -> None:
         job, iso = self.job, self.iso
+        self.shared = self._map_device_outbox()  # the reference's device memory, while still root
         self.gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
         _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
         if iso is not None:
@@ -262,8 +264,31 @@ class _CandidateRun:
             return None
         try:
             return _outbox.Writer(self.sandbox / _outbox.FILE_NAME, _outbox.Layout.from_dict(desc["layout"]),
-                                  self.device)
+                                  self.device, self.shared)
         except (OSError, KeyError, ValueError, TypeError):  # the judge then reads files, as without one
+            return None
+
+    def _map_device_outbox(self) -> Any:
+        """The device memory the server passed over the socket (`devmem`), mapped; None: the file it is."""
+        desc = self.job.get("outbox") or {}
+        if self.sock < 0:
+            return None
+        import socket
+
+        try:
+            with socket.socket(fileno=self.sock) as sock:
+                self.sock = -1
+                if not desc.get("device_bytes"):
+                    return None
+                sock.settimeout(30.0)
+                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            if len(fds) != 1:
+                return None
+            from workbench.harness import devmem
+
+            return devmem.Shared.open(fds[0], int(desc["device_bytes"]))
+        except Exception as exc:  # noqa: BLE001 - the file, then: slower, not wrong
+            print(f"device outbox not mapped: {type(exc).__name__}: {exc}", file=sys.stderr)
             return None
 
     def save(self, slot: int | None, out: Any, fname: str, seed: int | None = None) -> None:
@@ -446,8 +471,8 @@ class _InputMaker:
 class _Reference:
     """The trusted reference process's state for one job."""
 
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
+    def __init__(self, job: dict[str, Any], sock: int = -1) -> None:
+        self.job, self.sock = job, sock
         self.device = job["device"]
         self.stage = Path(job["stage"])
         self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
@@ -462,6 +487,7 @@ class _Reference:
         self._devgen: bool | None = None
         self.cache_timed = False  # the candidate's timed sets went through the input cache
         self.arena: _outbox.Arena | None = None
+        self.device_error = ""  # why the GPU outbox is a file (the result says)
         self.trial_samples: list[int | None] = []
 
     def prepare(self) -> dict[str, Any]:
@@ -525,9 +551,35 @@ class _Reference:
         timed = _outbox.judged_outputs(out_bytes)
         layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed,
                                       [s is not None for s in self.trial_samples] + [timed_sampled] * timed)
-        self.arena = _outbox.Arena(Path(where), layout, self.device)
+        shared = self._share_device_memory(layout.total)
+        self.arena = _outbox.Arena(Path(where), layout, self.device, shared)
         return {"layout": layout.to_dict(), "trial_slots": len(trial_slots), "timed_slots": timed,
-                "out_bytes": out_bytes, "trial_samples": self.trial_samples}
+                "out_bytes": out_bytes, "trial_samples": self.trial_samples,
+                "device_bytes": shared.size if shared is not None else 0, "device_error": self.device_error}
+
+    def _share_device_memory(self, nbytes: int) -> Any:
+        """On the GPU, the outbox's slots as device memory (`devmem`), its descriptor sent to the server;
+        None (the file, then) on the CPU, with `WB_DEVICE_OUTBOX=off`, or when the driver refuses."""
+        if self.device != "cuda" or self.sock < 0 or os.environ.get("WB_DEVICE_OUTBOX", "on") == "off":
+            return None
+        import socket
+
+        from workbench.harness import devmem
+
+        try:
+            shared, fd = devmem.Shared.create(nbytes)
+        except Exception as exc:  # noqa: BLE001 - the driver refused: the file, then
+            self.device_error = f"{type(exc).__name__}: {exc}"
+            return None
+        try:
+            with socket.socket(fileno=os.dup(self.sock)) as sock:
+                socket.send_fds(sock, [b"o"], [fd])
+        except OSError as exc:
+            self.device_error = f"descriptor not sent: {exc}"
+            return None
+        finally:
+            os.close(fd)
+        return shared
 
     def trial_inputs(self, si: int, t: int) -> list[Any]:
         """Trial t of shape si's inputs: the staged ones, or made again on the device from their seed."""
@@ -662,6 +714,7 @@ class _Reference:
                 continue
             read["files"] += 1
             self._compare(out, where, got, ref)
+        read["way"] = self.arena.way() if self.arena is not None else "files"  # device memory or the file
         out["read"] = read
         return out
 
@@ -675,12 +728,12 @@ class _Reference:
             out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
 
 
-def run_reference(job: dict[str, Any], chan: Channel) -> None:
+def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
     """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
     t0 = time.perf_counter()
     try:
         os.setsid()
-        ref = _Reference(job)
+        ref = _Reference(job, sock)
         if ref.device == "cuda":
             torch.zeros(1, device="cuda")
         prepared = ref.prepare()

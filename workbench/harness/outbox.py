@@ -18,9 +18,11 @@ first trial, and on a sample everywhere else: the first and last `EDGE` elements
 drawn from a seed the trusted side picks. A timed output's seed is sent with the `save` order, after
 `done`: the outputs exist before anyone knows which positions are read.
 
-Why a file and not CUDA IPC memory: the candidate runs in its own PID namespace, across which the CUDA
-driver refuses legacy IPC handles; the virtual-memory API's shareable file descriptors would need a
-descriptor passed into the confined process (docs/harness.md, what is not covered).
+On the GPU the slots are device memory the reference allocated (`devmem.Shared`: the virtual-memory
+API's shareable descriptor, passed by the server into the confined process; legacy CUDA IPC handles do not
+cross the candidate's PID namespace): the candidate copies device to device, the judge compares in place.
+Its first byte in the file says which the candidate wrote (`D` device, `F` file): where the device memory
+could not be mapped, the file is the way, as on the CPU.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from typing import Any
 import torch
 
 ALIGN = 4096             # slots start on page boundaries
+HEADER = ALIGN           # the file's first page: which way the candidate wrote (b"D" device, b"F" file)
 CHUNK = 64 * 2**20       # bytes one host round trip moves on the GPU
 FILE_NAME = "outbox.bin"
 _JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
@@ -146,27 +149,44 @@ def _stored_shape(entry: Entry) -> tuple[int, ...]:
     return (SAMPLE + 2 * min(EDGE, numel // 2),)
 
 
-class Arena:
-    """The trusted side: the file, created and held open by the reference process, read back by slot."""
+def _slot_view(mem: torch.Tensor, entry: Entry) -> torch.Tensor:
+    """An entry's bytes in device memory `mem` (uint8), as its dtype and stored shape."""
+    dtype, off = _dtype(entry[0]), entry[2]
+    shape = _stored_shape(entry)
+    n = 1
+    for x in shape:
+        n *= x
+    return mem[off:off + n * dtype.itemsize].view(dtype).view(shape)
 
-    def __init__(self, path: Path, layout: Layout, device: str) -> None:
-        self.layout, self.device = layout, device
+
+class Arena:
+    """The trusted side: the file, created and held open by the reference process, read back by slot;
+    with `shared`, the device memory the candidate maps too."""
+
+    def __init__(self, path: Path, layout: Layout, device: str, shared: Any = None) -> None:
+        self.layout, self.device, self.shared = layout, device, shared
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         self.fd = os.open(path, flags, 0o600)
         try:
             os.fchmod(self.fd, 0o666)  # the candidate's uid writes it; it cannot replace this inode for us
-            os.ftruncate(self.fd, layout.total)  # sparse: pages exist once written
+            os.ftruncate(self.fd, HEADER + layout.total)  # sparse: pages exist once written
         except BaseException:
             os.close(self.fd)
             raise
         self._pinned: torch.Tensor | None = None
 
+    def way(self) -> str:
+        """How the candidate wrote its outputs: "device" or "file" (as its first byte says)."""
+        return "device" if self.shared is not None and os.pread(self.fd, 1, 0) == b"D" else "file"
+
     def read(self, slot: int) -> list[torch.Tensor]:
         """Slot `slot`'s outputs (a sampled one: its sample's values), as tensors on the device; a short
         file reads as an error, not as data."""
+        if self.way() == "device":
+            return [_slot_view(self.shared.tensor, e) for e in self.layout.slots[slot]]
         outs = []
         for entry in self.layout.slots[slot]:
-            dtype, off = entry[0], entry[2]
+            dtype, off = entry[0], HEADER + entry[2]
             dst = torch.empty(_stored_shape(entry), dtype=_dtype(dtype), device=self.device)
             flat = dst.reshape(-1).view(torch.uint8)
             if self.device == "cpu":
@@ -198,15 +218,17 @@ class Arena:
 
 
 class Writer:
-    """The candidate process's side: the trusted file, opened before the process drops its privileges."""
+    """The candidate process's side: the trusted file, opened before the process drops its privileges;
+    with `shared` (the reference's device memory, mapped), outputs are copied there instead."""
 
-    def __init__(self, path: Path, layout: Layout, device: str) -> None:
-        self.layout, self.device = layout, device
+    def __init__(self, path: Path, layout: Layout, device: str, shared: Any = None) -> None:
+        self.layout, self.device, self.shared = layout, device, shared
         self.fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         st = os.fstat(self.fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != layout.total:
+        if not stat.S_ISREG(st.st_mode) or st.st_size != HEADER + layout.total:
             os.close(self.fd)
             raise OSError(f"{path}: not the outbox the reference made")
+        _pwrite_all(self.fd, memoryview(b"D" if shared is not None else b"F"), 0)
         self._pinned: torch.Tensor | None = None
 
     def fits(self, slot: int, outs: list[Any]) -> bool:
@@ -223,10 +245,15 @@ class Writer:
         entries = self.layout.slots[slot]
         if any(e[3] for e in entries) and seed is None:
             return False
-        for j, (o, (_, _, off, samp)) in enumerate(zip(outs, entries)):
+        for j, (o, entry) in enumerate(zip(outs, entries)):
+            off, samp = HEADER + entry[2], entry[3]
             o = o.detach()
             if samp:
                 o = sample_of([o], seed + j)[0]  # type: ignore[operator]
+            if self.shared is not None:  # device to device, into the reference's memory
+                _slot_view(self.shared.tensor, entry).copy_(o.reshape(_stored_shape(entry)))
+                torch.cuda.synchronize()
+                continue
             flat = o.contiguous().reshape(-1).view(torch.uint8)
             if flat.device.type == "cpu":
                 _pwrite_all(self.fd, flat.numpy(), off)

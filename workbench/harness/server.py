@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -137,6 +138,7 @@ class _Spare:
     result_r: int   # the child's reports arrive here
     iso: dict[str, Any] = field(default_factory=dict)
     box: Path | None = None  # the candidate's sandbox (a bounded tmpfs), when this server mounts one
+    sock: int = -1  # a Unix socket: descriptors (the GPU outbox's device memory) pass over it
 
 
 class Server:
@@ -177,6 +179,8 @@ class Server:
                 log.warning("could not mount a %d MB tmpfs for a sandbox: it is a plain directory", _SANDBOX_MB)
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock_srv, sock_child = a.detach(), b.detach()
         inherited = set(self._fds)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -185,25 +189,26 @@ class Server:
             code = 0
             try:
                 # A candidate must reach no other process's pipes (a forged "go" line, say).
-                for fd in inherited | {job_w, res_r}:
+                for fd in inherited | {job_w, res_r, sock_srv}:
                     try:
                         os.close(fd)
                     except OSError:
                         pass
                 if role == "candidate" and self.isolate:
-                    code = self._candidate_namespace(job_r, res_w)
+                    code = self._candidate_namespace(job_r, res_w, sock_child)
                 else:
-                    self._spare_main(role, job_r, res_w, None)
+                    self._spare_main(role, job_r, res_w, None, sock_child)
             except BaseException:  # noqa: BLE001 - a child must never return into the server loop
                 code = 70
             finally:
                 os._exit(code)
         os.close(job_r)
         os.close(res_w)
-        self._fds.update((job_w, res_r))
-        return _Spare(role, pid, job_w, res_r, box=box)
+        os.close(sock_child)
+        self._fds.update((job_w, res_r, sock_srv))
+        return _Spare(role, pid, job_w, res_r, box=box, sock=sock_srv)
 
-    def _candidate_namespace(self, job_r: int, res_w: int) -> int:
+    def _candidate_namespace(self, job_r: int, res_w: int, sock: int) -> int:
         """In the forked child: new namespaces, then the candidate spare as the PID namespace's init.
 
         This process stays outside as the init's parent and passes on how it ended.
@@ -212,20 +217,21 @@ class Server:
         _sandbox.unshare_namespaces(iso)
         if "pid" not in iso.namespaces:
             _sandbox.after_pid_fork(iso)
-            self._spare_main("candidate", job_r, res_w, iso)
+            self._spare_main("candidate", job_r, res_w, iso, sock)
             return 0
         init = os.fork()
         if init == 0:
             code = 0
             try:
                 _sandbox.after_pid_fork(iso)
-                self._spare_main("candidate", job_r, res_w, iso)
+                self._spare_main("candidate", job_r, res_w, iso, sock)
             except BaseException:  # noqa: BLE001
                 code = 70
             finally:
                 os._exit(code)
         os.close(job_r)
         os.close(res_w)
+        os.close(sock)
         _, status = os.waitpid(init, 0)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
@@ -233,7 +239,7 @@ class Server:
             os.kill(os.getpid(), sig)
         return os.WEXITSTATUS(status)
 
-    def _spare_main(self, role: str, job_r: int, res_w: int, iso: _sandbox.Isolation | None) -> None:
+    def _spare_main(self, role: str, job_r: int, res_w: int, iso: _sandbox.Isolation | None, sock: int) -> None:
         from workbench.harness import child
 
         if role == "reference":
@@ -250,9 +256,9 @@ class Server:
         except EOFError:
             return
         if role == "candidate":
-            child.run_candidate(job, chan, iso)
+            child.run_candidate(job, chan, iso, sock)
         else:
-            child.run_reference(job, chan)
+            child.run_reference(job, chan, sock)
 
     def ensure_spares(self) -> None:
         self.reap_orphans()
@@ -269,6 +275,7 @@ class Server:
                     self._drop_box(sp)
                     self._close(sp.job_w)
                     self._close(sp.result_r)
+                    self._close(sp.sock)
             self._spares[role] = live
             while len(live) < self.spare_depth:
                 live.append(self._spawn(role))
@@ -362,10 +369,11 @@ class Server:
         (sandbox / "candidate.py").write_text(job["candidate_source"])
         if self.isolate:
             self.uid_lease = _sandbox.UidLease()  # fresh per job: its own keyrings, nothing of the last
-        for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r):
+        for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r, ref_sp.sock, cand_sp.sock):
             self._fds.discard(fd)
         ref = Link(ref_sp.pid, ref_sp.job_w, ref_sp.result_r, nonce)
         cand = Link(cand_sp.pid, cand_sp.job_w, cand_sp.result_r, nonce, strict=True)
+        ref.sock, cand.sock = ref_sp.sock, cand_sp.sock
         cand.watch_pid = self._namespace_init(cand_sp.pid)
         if self.device == "cuda":
             cand.rss_limit = int(MEM_LIMIT_GB * 2**30)  # raised by what the harness stages (`_run`)
@@ -375,7 +383,7 @@ class Server:
             if cand.pid > 0:
                 self._kill_and_status(cand)
             self._kill(ref_sp, whole_uid=False)
-            for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r):
+            for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r, ref_sp.sock, cand_sp.sock):
                 try:
                     os.close(fd)
                 except OSError:
@@ -391,6 +399,13 @@ class Server:
              timeout: float, t0: float) -> dict[str, Any]:
         """The job's numbered steps (the module's docstring); any step may end it with `_End`."""
         run = _JobRun(self, job, res, ref, cand, stage, sandbox, timeout)
+        try:
+            return self._steps(run, cand, res, t0)
+        finally:
+            if run.dev_fd >= 0:  # the job ended before the candidate got it
+                os.close(run.dev_fd)
+
+    def _steps(self, run: _JobRun, cand: Link, res: dict[str, Any], t0: float) -> dict[str, Any]:
         try:
             run.prepare()          # 1. the reference stages (or will make) every input
             run.static_policy()    # 2. before any candidate code runs anywhere
@@ -485,6 +500,7 @@ class _JobRun:
         self.deadline_ref = time.monotonic() + max(timeout, 600.0)
         self.saved: list[tuple[int, int]] = []
         self.null_s = 0.0
+        self.dev_fd = -1
 
     def _sample_seed(self, k: int, i: int) -> int:
         """The seed of the positions a large timed output of round k, repetition i is judged at (`outbox`)."""
@@ -507,6 +523,9 @@ class _JobRun:
                 raise _End("bad_spec", msg["bad_spec"])
             raise _End("bad_spec", "the spec's Model or inputs failed: " + msg.get("reference_error", "no report"))
         self.prep = prep
+        self.dev_fd = self._device_outbox(prep.get("outbox"))
+        if (prep.get("outbox") or {}).get("device_error"):
+            res["outbox_device_error"] = prep["outbox"]["device_error"][:300]
         res["plan"] = prep["plan"]
         res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
         res["timings_s"].update(prep.get("timings_s", {}))
@@ -520,6 +539,25 @@ class _JobRun:
         else:
             self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
                                                      int(_STAGE_TOTAL_MB * 2**20))
+
+    def _device_outbox(self, box: dict[str, Any] | None) -> int:
+        """The descriptor of the reference's device memory for the outbox (`devmem`), -1 without one: the
+        candidate then writes the file (`box` loses its `device_bytes`)."""
+        if not box or not box.get("device_bytes"):
+            return -1
+        try:
+            sock = socket.socket(fileno=os.dup(self.ref.sock))
+            try:
+                sock.settimeout(30.0)
+                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            finally:
+                sock.close()
+            if len(fds) == 1:
+                return fds[0]
+        except OSError as exc:
+            log.warning("no device outbox: %s", exc)
+        box.pop("device_bytes", None)
+        return -1
 
     def static_policy(self) -> None:
         if self.job.get("policy", True):
@@ -583,6 +621,17 @@ class _JobRun:
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
         staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
         stager = _Stager(srv, self.ref, self.stage, pending, self.deadline_ref, staged_bytes <= _input_cache_bytes())
+        if self.dev_fd >= 0:  # before its job: the candidate maps the memory first thing, still root
+            sock = socket.socket(fileno=os.dup(cand.sock))
+            try:
+                socket.send_fds(sock, [b"o"], [self.dev_fd])
+            except OSError as exc:
+                log.warning("device outbox not passed on: %s", exc)
+                box.pop("device_bytes", None)
+            finally:
+                sock.close()
+                os.close(self.dev_fd)
+                self.dev_fd = -1
         try:
             cand.send(cand_job)
             while True:
