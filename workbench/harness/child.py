@@ -728,6 +728,14 @@ class _Reference:
             out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
 
 
+def _release_cache(device: str) -> None:
+    """Give the blocks the reference freed back to the driver: its caching allocator would otherwise keep
+    GBs of inputs it made (a probe, the baseline's rounds) from the candidate that runs next (a 16 GB
+    KernelBench input ran the H200 out of memory)."""
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
 def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
     """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
     t0 = time.perf_counter()
@@ -737,6 +745,7 @@ def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
         if ref.device == "cuda":
             torch.zeros(1, device="cuda")
         prepared = ref.prepare()
+        _release_cache(ref.device)
         prepared["timings_s"] = {"reference_prepare": time.perf_counter() - t0}
         chan.send({"prepared": prepared})
     except SpecError as exc:
@@ -755,6 +764,7 @@ def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
             if "baseline" in cmd:
                 chan.send({"baseline_ready": True})
                 ref.baseline(chan)
+                _release_cache(ref.device)
             elif "make_round" in cmd:
                 where = Path(cmd.get("dir") or ref.stage)
                 chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"], where,
