@@ -117,7 +117,7 @@ def clean_main(items_path: str, out_path: str, device: str) -> int:
         out.append(row)
         print(f"clean {it['name'][:40]:40s} {row}", flush=True)
         torch.cuda.empty_cache()
-    Path(out_path).write_text(json.dumps(out))
+        Path(out_path).write_text(json.dumps(out))  # after every pair: a timeout keeps what was measured
     return 0
 
 

@@ -2,8 +2,8 @@
 
 The split is forced at small sizes by shrinking the candidate's RED_BLOCK_N (`_red_split` splits a row
 that spans at least 16 blocks when the row blocks cannot fill the GPU); the launches are recorded to see
-that phase 1 and phase 2 ran, and the in-place (0, 2, 3) read (X2) was used. The sm_90 compile of both
-phases is checked too.
+that phase 1 and phase 2 ran, and the in-place reads over dims (0, 2, 3) (X2) and dim 1 (K2) were used.
+The sm_90 compile of both phases is checked too.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Model(nn.Module):
         return (x.sum(), ((x - 0.1) ** 2).mean(), x.var(dim=(0, 2, 3)), x.amax(), x.amin(dim=(0, 2, 3)),
                 (x.float() * 0.01 + 1.0).prod().to(DT), (x > 2.5).any(), (x > -9.0).all(),
                 y.mean(dim=(1, 2, 3)) * 2.0,
-                x.std(dim=(0, 2, 3), unbiased=False) + 1.0)
+                x.std(dim=(0, 2, 3), unbiased=False) + 1.0, torch.softmax(x, dim=1), x.argmax(dim=1))
 
 
 def get_inputs():
@@ -66,6 +66,7 @@ def test_split_reductions_match_torch(tmp_path: Path, dt: str) -> None:
     phases = {ln.constexprs.get("PHASE") for ln in launches}
     assert {1, 2} <= phases, phases
     assert any(ln.constexprs.get("X2") for ln in launches), "the (0, 2, 3) reductions copied their input"
+    assert any(ln.constexprs.get("K2") for ln in launches), "the dim-1 reductions copied their input"
     for i, (w, g) in enumerate(zip(want, got)):
         assert g.shape == w.shape and g.dtype == w.dtype, f"output {i}"
         atol, rtol = tolerance_for(w.dtype)
@@ -112,3 +113,24 @@ def test_full_mean_accuracy_at_published_size() -> None:
         return float(np.abs(acc.astype(np.float64) - exact).max() / exact.mean())
 
     assert drift(chain) < 1e-5
+
+
+def test_pointwise_index_width_predicate() -> None:
+    """Pointwise kernels split offsets in 32-bit math unless a flat index or an element offset of an input
+    can pass 2**31 (37_FrobeniusNorm_'s 1.88e9 elements stay 32-bit)."""
+    from workbench.lowering.codegen import RUNTIME_HELPERS
+
+    class View:  # shape and strides only: no storage of 7.5 GB
+        def __init__(self, shape: list[int], strides: list[int]) -> None:
+            self.shape, self._st = shape, strides
+
+        def stride(self) -> list[int]:
+            return self._st
+
+    ns: dict = {}
+    exec(RUNTIME_HELPERS, ns)  # noqa: S102 - the candidate's own runtime helpers
+    x = View([112, 64, 512, 512], [64 * 512 * 512, 512 * 512, 512, 1])
+    assert not ns["_idx64"](112 * 64 * 512 * 512, x)
+    assert ns["_idx64"](2 ** 31, x)
+    assert ns["_idx64"](6, View([2, 3], [2 ** 31, 1]))        # a view into a storage past 2**31 elements
+    assert not ns["_idx64"](6, View([1, 3], [2 ** 31, 1]))    # ... of which it reads one row

@@ -41,9 +41,16 @@ def _numel(shape):
     return n
 
 
+def _idx64(n, *ts):
+    """Whether a flat index below n, or an element offset into one of the tensors ts, can pass 2**31."""
+    return n >= 2 ** 31 or any(sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s) >= 2 ** 31
+                               for t in ts)
+
+
 def _red_view(xp, k):
-    """x (reduced dims last, k kept dims first) as [M, N] without a copy where its strides allow:
-    (tensor, M, N, stride of M, N2, stride of N // N2, stride of N % N2, two groups?); a copy otherwise."""
+    """x (reduced dims last, k kept dims first) as [M, N] without a copy where its strides allow: (tensor, M,
+    N, stride of M // M2, N2, stride of N // N2, stride of N % N2, N in two groups?, M2, stride of M % M2, M
+    in two groups?); a copy otherwise."""
     def merge(dims):
         out = []
         for size, st in dims:
@@ -56,12 +63,13 @@ def _red_view(xp, k):
         return out or [(1, 1)]
     m, n = _numel(xp.shape[:k]), _numel(xp.shape[k:])
     kept, red = merge(zip(xp.shape[:k], xp.stride()[:k])), merge(zip(xp.shape[k:], xp.stride()[k:]))
-    if len(kept) > 1 or len(red) > 2:
+    if len(kept) > 2 or len(red) > 2:
         x = xp.reshape(m, n)
-        return x, m, n, x.stride(0), 1, x.stride(1), 0, False
+        return x, m, n, x.stride(0), 1, x.stride(1), 0, False, 1, 0, False
+    km = (kept[0][1], 1, 0, False) if len(kept) == 1 else (kept[0][1], kept[1][0], kept[1][1], True)
     if len(red) == 1:
-        return xp, m, n, kept[0][1], 1, red[0][1], 0, False
-    return xp, m, n, kept[0][1], red[1][0], red[0][1], red[1][1], True
+        return xp, m, n, km[0], 1, red[0][1], 0, False, *km[1:]
+    return xp, m, n, km[0], red[1][0], red[0][1], red[1][1], True, *km[1:]
 
 
 def _red_split(m, n, block_m, block_n):

@@ -61,7 +61,10 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     body = build_body(group, mat, idx, "mask", "offs * 0")
     params = body.params(r)
     sizes = [f"size{d}" for d in range(1, r)]
-    lines = ["pid = tl.program_id(0)", "offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
+    # 32-bit index math unless an offset can pass 2**31 (`_idx64`): the rank-r split of each offset is a
+    # div/mod per dim and element, and a 64-bit one costs several times the 32-bit one on the GPU
+    lines = ["pid = tl.program_id(0)", "if IDX64:", "    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
+             "else:", "    offs = pid * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
     if r:
         rest = "offs"
         for d in range(r - 1, 0, -1):
@@ -71,7 +74,8 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
         lines.append(f"i0 = {rest}")
     lines += body.lines + store_lines(body, "offs", "mask")
     sig = ", ".join(params[:len(body.outputs) + len(body.inputs) + len(body.scalars)] + ["n"] + sizes
-                    + params[len(body.outputs) + len(body.inputs) + len(body.scalars):] + ["BLOCK: tl.constexpr"])
+                    + params[len(body.outputs) + len(body.inputs) + len(body.scalars):] + ["BLOCK: tl.constexpr",
+                                                                                          "IDX64: tl.constexpr"])
     doc = f'    """Fused pointwise: {", ".join(n.name for n in group.nodes)} (rank {r}, broadcast by strides)."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     # launch
@@ -85,7 +89,8 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     launch += prep
     launch.append("_n = _numel(_shape)")
     args = outs + ptrs + [names[s] for s in body.scalars] + ["_n"] + [f"_shape[{d}]" for d in range(1, r)] + strides
-    launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS)")
+    launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS, "
+                  f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs)}))")
     return src, launch, body.helpers
 
 
@@ -153,16 +158,17 @@ def _red_acc_dtype(kind: str, xdt):  # noqa: ANN001, ANN202 - torch dtypes
 
 # the chunk walk shared by every kind: this program's columns are [n_lo, n_hi) (a split's chunk in phase 1,
 # the whole row otherwise); X2: the columns are two strided groups (col // N2, col % N2), so that a
-# reduction over dims (0, 2, 3) reads its input in place
+# reduction over dims (0, 2, 3) reads its input in place; K2: the rows likewise (a softmax over dim 1)
 _RED_INDEX = ["pid = tl.program_id(0)", "rows = pid.to(tl.int64) * RED_BLOCK_M + tl.arange(0, RED_BLOCK_M)",
               "rmask = rows < M",
+              "if K2:", "    roff = (rows // M2) * x_sm + (rows % M2) * x_sm2", "else:", "    roff = rows * x_sm",
               "if PHASE == 1:", "    n_lo = tl.program_id(1).to(tl.int64) * CHUNK",
               "    n_hi = tl.minimum(n_lo + CHUNK, N)", "else:", "    n_lo = 0", "    n_hi = N"]
 _RED_LOOP = ["for n0 in range(n_lo, n_hi, RED_BLOCK_N):", "    cols = n0 + tl.arange(0, RED_BLOCK_N)",
              "    m = rmask[:, None] & (cols[None, :] < n_hi)",
              "    if X2:", "        coff = (cols // N2) * x_sn + (cols % N2) * x_sn2", "    else:",
              "        coff = cols * x_sn"]
-_RED_LOAD = "tl.load(x_ptr + rows[:, None] * x_sm + coff[None, :], mask=m, other={o})"
+_RED_LOAD = "tl.load(x_ptr + roff[:, None] + coff[None, :], mask=m, other={o})"
 
 
 def _red_loader(kind: str, xdt, acc_dt):  # noqa: ANN001, ANN202
@@ -330,9 +336,10 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     in_params = [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))]
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
-    sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2"] + sizes +
-                    strides + ["ws_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN", "RED_BLOCK_M: tl.constexpr",
-                               "RED_BLOCK_N: tl.constexpr", "PHASE: tl.constexpr", "X2: tl.constexpr"])
+    sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2", "M2", "x_sm2"] +
+                    sizes + strides + ["ws_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN", "RED_BLOCK_M: tl.constexpr",
+                                       "RED_BLOCK_N: tl.constexpr", "PHASE: tl.constexpr", "X2: tl.constexpr",
+                                       "K2: tl.constexpr"])
     doc = (f'    """{kind} over the last axis of x viewed as [M, N] (dims {dims} of a rank-{xr} input), '
            f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
@@ -349,7 +356,7 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     xv = names[x]
     perm = kept + dims
     launch = [f"_xp = {xv}.permute({perm})" if xr else f"_xp = {xv}.reshape(1)",
-              f"_x, _M, _N, _sm, _n2, _sn, _sn2, _x2 = _red_view(_xp, {len(kept) if xr else 0})"]
+              f"_x, _M, _N, _sm, _n2, _sn, _sn2, _x2, _m2, _sm2, _k2 = _red_view(_xp, {len(kept) if xr else 0})"]
     if keep:
         oshape = "[" + ", ".join("1" if d in dims else f"{xv}.shape[{d}]" for d in range(xr)) + "]"
     else:
@@ -371,15 +378,20 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     rest = all_outs + ptrs + [names[s] for s in body.scalars]
     sizes = [f"_shape[{d}]" for d in range(1, out_rank)] + strd
     # fewer rows than a block holds (a full reduction: one): the block's rows go to its width instead
+    # and rows shorter than the block (a softmax over 16 channels): its width goes to more rows
     launch += ["_rbm = min(RED_BLOCK_M, triton.next_power_of_2(max(_M, 1)))",
-               "_rbn = min(RED_BLOCK_N * (RED_BLOCK_M // _rbm), 4096)"]
+               "_rbn = min(RED_BLOCK_N * (RED_BLOCK_M // _rbm), 4096)",
+               "_rbn2 = min(_rbn, max(16, triton.next_power_of_2(max(_N, 1))))",
+               "_rbm = min(_rbm * (_rbn // _rbn2), 256, triton.next_power_of_2(max(_M, 1)))",
+               "_rbn = _rbn2"]
     kw = "RED_BLOCK_M=_rbm, RED_BLOCK_N=_rbn, num_warps=NUM_WARPS"
     grid = "(triton.cdiv(_M, _rbm), {})"
 
     def call(x_args: list[str], tail: list[str], g: str, phase: int, x2: str) -> str:
         return (f"{name}[{grid.format(g)}]({', '.join(x_args[:1] + rest + x_args[1:] + sizes + tail)}, "
-                f"{kw}, PHASE={phase}, X2={x2})")
-    whole = call(["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2"], ["_x", "1", "_N", "_N", "_N"], "1", 0, "_x2")
+                f"{kw}, PHASE={phase}, X2={x2}, K2={'_k2' if x2 == '_x2' else 'False'})")
+    view = ["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2", "_m2", "_sm2"]
+    whole = call(view, ["_x", "1", "_N", "_N", "_N"], "1", 0, "_x2")
     if not splittable:
         launch.append(f"if _M: {whole}")
         return launch
@@ -388,10 +400,9 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
                "    _chunk = triton.cdiv(triton.cdiv(_N, _split), _rbn) * _rbn",
                "    _split = triton.cdiv(_N, _chunk)",
                f"    _ws = torch.empty([{2 if is_var else 1} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
-               "    " + call(["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2"], ["_ws", "_split", "_chunk", "_N", "1"],
-                             "_split", 1, "_x2"),
-               "    " + call(["_ws", "_M", "_split", "_split", "1", "1", "0"], ["_ws", "_split", "_chunk", "_N", "_N"],
-                             "1", 2, "False"),
+               "    " + call(view, ["_ws", "_split", "_chunk", "_N", "1"], "_split", 1, "_x2"),
+               "    " + call(["_ws", "_M", "_split", "_split", "1", "1", "0", "1", "0"],
+                             ["_ws", "_split", "_chunk", "_N", "_N"], "1", 2, "False"),
                f"elif _M: {whole}"]
     return launch
 
