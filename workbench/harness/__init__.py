@@ -194,7 +194,7 @@ class Harness:
             res.details["outbox_device_error"] = raw["outbox_device_error"]
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)
         cand, base = raw.get("timing"), raw.get("baseline")
-        cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")))
+        cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")), self.device == "cuda")
         res.timing_basis = basis
         if cand:
             res.wall_time_us = cand["wall"]["median_us"]
@@ -227,8 +227,8 @@ class Harness:
         return res
 
 
-def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None,
-           want: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
+def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None, want: str,
+           device_platform: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
     """The clock both contenders are compared on: device time when asked for (the default) and both have
     it, else wall time per call. Each returned summary keeps the other clock under `wall` / `device`."""
     def pick(stats: dict[str, Any] | None, device: bool) -> dict[str, Any] | None:
@@ -239,8 +239,13 @@ def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None,
 
     use_device = want == "device" and bool(cand and cand.get("device")) and bool(base and base.get("device"))
     if want == "device" and not use_device:
-        why = "the candidate's forward could not be captured" if base and base.get("device") else \
-            "no device time on this platform"
+        if base and base.get("device"):
+            why = "the candidate's forward could not be captured"
+        elif (cand or {}).get("inputs") == "staged" and device_platform:
+            # graph replay needs the inputs made on the device from seeds (`child._device_generation`)
+            why = "the spec's inputs are staged from the host"
+        else:
+            why = "no device time on this platform"
         basis = f"wall (device time unavailable: {why})"
     else:
         basis = "device" if use_device else "wall"
