@@ -176,7 +176,7 @@ def test_a_rejection_starts_no_server() -> None:
     h = Harness(device="cpu")
     res = h.evaluate(SPEC, ROOT / "tests" / "harness" / "exploits" / "ctypes_use.py")
     assert res.status == Status.REJECTED and res.error.startswith("static policy:")
-    assert h._proc is None, "the policy ran after a server process started"
+    assert not h.started, "the policy ran after a server process started"
     assert res.fitness == 0.0 and any(v.startswith("ctypes") for v in res.violations)
 
 

@@ -64,9 +64,8 @@ class HarnessWorker:
         t0 = time.perf_counter()
         if self._harness is None:
             self._harness = Harness(device=self._device)
-        start = getattr(self._harness, "start", None) or getattr(self._harness, "_start", None)
-        if start is not None and getattr(self._harness, "_proc", None) is None:
-            start()
+        if not self._harness.started:
+            self._harness.start()
         return time.perf_counter() - t0
 
     def start(self) -> dict[str, Any]:

@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +16,7 @@ from workbench.env import cuda_visible, stripped_environ
 from workbench.harness import policy
 from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
+from workbench.worker import WarmWorker, WorkerLost
 
 log = logging.getLogger(__name__)
 
@@ -41,56 +38,32 @@ class Harness:
 
     def __init__(self, device: str = "auto", startup_timeout_s: float = 180.0) -> None:
         self.device = resolve_device(device)
-        self._startup_timeout = startup_timeout_s
-        self._proc: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
-        self.startup_s: float | None = None
-        self._platform: dict[str, Any] | None = None
-
-    # -- server lifecycle -------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the server now (otherwise the first evaluation does), e.g. to pre-warm a worker."""
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._start()
-
-    def _start(self) -> None:
         env = stripped_environ()  # secrets never reach the server, hence never a candidate
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         else:
             env.pop("TRITON_INTERPRET", None)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        t0 = time.perf_counter()
-        self._proc = subprocess.Popen([sys.executable, "-m", "workbench.harness.server", self.device],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
-                                      text=True, env=env, bufsize=1)
-        line = self._readline(self._startup_timeout)
-        if not line or not json.loads(line).get("ready"):
-            self.close()
-            raise RuntimeError("the harness server failed to start (see its stderr above)")
-        self.startup_s = time.perf_counter() - t0
-        log.info("harness server ready on %s in %.2f s", self.device, self.startup_s)
+        self._worker = WarmWorker("workbench.harness.server", (self.device,), env=env,
+                                  startup_timeout_s=startup_timeout_s, name=f"harness server ({self.device})")
+        self._platform: dict[str, Any] | None = None
 
-    def _readline(self, timeout_s: float) -> str | None:
-        assert self._proc is not None and self._proc.stdout is not None
-        result: list[str] = []
-        t = threading.Thread(target=lambda: result.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        t.start()
-        t.join(timeout_s)
-        return result[0] if result and result[0] else None
+    # -- server lifecycle -------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """Whether its server process is running (a rejection by the static policy starts none)."""
+        return self._worker.running
+
+    @property
+    def startup_s(self) -> float | None:
+        return self._worker.startup_s
+
+    def start(self) -> None:
+        """Start the server now (otherwise the first evaluation does), e.g. to pre-warm a worker."""
+        self._worker.start()
 
     def close(self) -> None:
-        if self._proc is not None:
-            try:
-                if self._proc.stdin:
-                    self._proc.stdin.close()
-                self._proc.wait(timeout=10)
-            except (subprocess.TimeoutExpired, OSError):
-                self._proc.kill()
-            self._proc = None
+        self._worker.close()
 
     def __enter__(self) -> "Harness":
         return self
@@ -133,26 +106,11 @@ class Harness:
                    "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
                    "shapes": job.shapes, "policy": job.policy, "timing": job.timing}
         t0 = time.perf_counter()
-        startup = 0.0
-        with self._lock:
-            for attempt in (1, 2):
-                if self._proc is None or self._proc.poll() is not None:
-                    self._start()
-                    startup += self.startup_s or 0.0
-                assert self._proc is not None and self._proc.stdin is not None
-                try:
-                    self._proc.stdin.write(json.dumps(payload) + "\n")
-                    self._proc.stdin.flush()
-                    line = self._readline(job.timeout_s * 2 + 900)
-                except (BrokenPipeError, OSError):
-                    line = None
-                if line:
-                    break
-                log.warning("harness server lost (attempt %d); restarting", attempt)
-                self.close()
-            else:
-                return EvalResult(status=Status.INFRA_ERROR, error="the harness server died twice on this job",
-                                  device=self.device)
+        try:
+            line, startup = self._worker.request(payload, job.timeout_s * 2 + 900)
+        except WorkerLost:
+            return EvalResult(status=Status.INFRA_ERROR, error="the harness server died twice on this job",
+                              device=self.device)
         wall = time.perf_counter() - t0 - startup
         try:
             raw = json.loads(line)

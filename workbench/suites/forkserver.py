@@ -14,13 +14,12 @@ import logging
 import os
 import select
 import signal
-import subprocess
 import sys
-import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any
+
+from workbench.worker import WarmWorker, WorkerLost
 
 log = logging.getLogger(__name__)
 
@@ -31,63 +30,25 @@ JOBS = {
 
 
 class ForkServer:
-    """Client side: one server process; `call` is thread-safe (one job at a time per server)."""
+    """Client side: one server process (`workbench.worker.WarmWorker`); `call` is thread-safe (one job at a
+    time per server)."""
 
     def __init__(self, env: dict[str, str] | None = None, startup_timeout_s: float = 300.0) -> None:
-        self._env = env
-        self._startup_timeout = startup_timeout_s
-        self._proc: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
-
-    def _start(self) -> None:
-        env = dict(os.environ if self._env is None else self._env)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        self._proc = subprocess.Popen([sys.executable, "-m", "workbench.suites.forkserver"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=None, text=True, env=env, bufsize=1)
-        line = self._readline(self._startup_timeout)
-        if not line or not json.loads(line).get("ready"):
-            self.close()
-            raise RuntimeError("the suite's fork server failed to start (see its stderr above)")
-
-    def _readline(self, timeout_s: float) -> str | None:
-        assert self._proc is not None and self._proc.stdout is not None
-        out: list[str] = []
-        t = threading.Thread(target=lambda: out.append(self._proc.stdout.readline()), daemon=True)  # type: ignore
-        t.start()
-        t.join(timeout_s)
-        return out[0] if out and out[0] else None
+        self._worker = WarmWorker("workbench.suites.forkserver", env=env, startup_timeout_s=startup_timeout_s,
+                                  name="suite's fork server")
 
     def call(self, job: str, kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """`JOBS[job](**kwargs)` in a forked child; `{"ok": False, "diagnosis": ...}` on any fault."""
         if job not in JOBS:
             raise ValueError(f"unknown job {job!r}")
-        with self._lock:
-            for _ in (1, 2):
-                if self._proc is None or self._proc.poll() is not None:
-                    self._start()
-                assert self._proc is not None and self._proc.stdin is not None
-                try:
-                    self._proc.stdin.write(json.dumps({"job": job, "kwargs": kwargs, "timeout_s": timeout_s}) + "\n")
-                    self._proc.stdin.flush()
-                    line = self._readline(timeout_s + 60)
-                except (BrokenPipeError, OSError):
-                    line = None
-                if line:
-                    return json.loads(line)
-                log.warning("the suite's fork server was lost; restarting it")
-                self.close()
-        return {"ok": False, "diagnosis": "the suite's fork server died twice on this problem"}
+        try:
+            line, _ = self._worker.request({"job": job, "kwargs": kwargs, "timeout_s": timeout_s}, timeout_s + 60)
+        except WorkerLost:
+            return {"ok": False, "diagnosis": "the suite's fork server died twice on this problem"}
+        return json.loads(line)
 
     def close(self) -> None:
-        if self._proc is not None:
-            try:
-                if self._proc.stdin:
-                    self._proc.stdin.close()
-                self._proc.wait(timeout=10)
-            except (subprocess.TimeoutExpired, OSError):
-                self._proc.kill()
-            self._proc = None
+        self._worker.close()
 
 
 # -- server side ---------------------------------------------------------------------------------
