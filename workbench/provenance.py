@@ -1,5 +1,5 @@
-"""The old home of `platforms.provenance`. Re-exported for the callers not moved yet: workbench/suites
-(cli.py, runner.py) and the frozen lab book in experiments/, which names this path."""
+"""The old home of `platforms.provenance`. Re-exported for the frozen lab book in experiments/ only, which
+names this path: the library imports `platforms.provenance`."""
 from platforms.provenance import collect, git_commit
 
 __all__ = ["collect", "git_commit"]

@@ -527,7 +527,7 @@ def _island_of(sel: Selection) -> int | None:
 
 
 def _describe(device: str) -> tuple[str, str]:
-    from workbench.platforms import describe_device
+    from platforms import describe_device
 
     try:
         p = describe_device(device)

@@ -64,7 +64,7 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     with SuiteStore(path / STORE_NAME) as store:
         if store.meta("provenance") is None:  # a run stopped before its end wrote none (older runs)
-            from workbench.provenance import collect
+            from platforms.provenance import collect
 
             store.set_meta("provenance", {**collect(), "note": "collected when the report was written"})
         report, _ = write_report(path, store)

@@ -311,7 +311,7 @@ def run_suite(cfg: SuiteConfig | None, problems: list[Problem] | None = None, *,
     A resumed run takes its stored config (`cfg` unused) with `changes`, flat field names of the suite or of
     its search settings, applied by `SuiteConfig.replace`: only `RESUMABLE` ones may differ from the stored.
     """
-    from workbench.provenance import collect
+    from platforms.provenance import collect
     from workbench.suites.report import write_report
 
     if resume is not None:
