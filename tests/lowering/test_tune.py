@@ -42,8 +42,12 @@ def test_fit_filter_drops_what_an_h200_block_cannot_hold(tmp_path: Path) -> None
 def test_cpu_dry_run_fills_tuned_columns(tmp_path: Path) -> None:
     from benchmarks import lowering_gpu as lg
 
+    # a KernelBench-format folder of its own: CI's clone has no ../shared/kernelbench beside it
+    root = tmp_path / "kb"
+    (root / "level1").mkdir(parents=True)
+    (root / "level1" / "1_Linear_ReLU.py").write_text((SPECS / "kb_linear_relu.py").read_text())
     d = tmp_path / "stage"
-    assert lg.main(["stage", "--picks", "1:0:1", "--dir", str(d), "--max-elems", "4096",
+    assert lg.main(["stage", "--root", str(root), "--picks", "1:0:1", "--dir", str(d), "--max-elems", "4096",
                     "--prepare-timeout", "120"]) == 0
     out = tmp_path / "out"
     assert lg.main(["run", "--dir", str(d), "--out", str(out), "--device", "cpu", "--workers", "1", "--tune", "2",

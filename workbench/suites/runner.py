@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,10 +154,14 @@ class SuiteRunner:
         try:
             for fut in futs:
                 fut.result()
-        except BaseException:  # Ctrl-C: problems not started stay pending (resume runs them), in flight stay running
+        except BaseException as exc:  # Ctrl-C: problems not started stay pending, in flight stay running
             self._stopping.set()
             for fut in futs:
                 fut.cancel()
+            if isinstance(exc, EvaluatorUnavailable):
+                # no problem can run: the ones in flight reach the evaluator soon and reset themselves to
+                # pending; wait for them, so the store says so once the run has stopped
+                wait(futs, timeout=120)
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
