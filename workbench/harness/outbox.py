@@ -26,6 +26,7 @@ could not be mapped, the file is the way, as on the CPU.
 """
 from __future__ import annotations
 
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -71,10 +72,7 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n * _dtype(dtype).itemsize
+    return math.prod(shape) * _dtype(dtype).itemsize
 
 
 def sampled(meta: Meta) -> bool:
@@ -119,9 +117,7 @@ class Layout:
             entries = []
             for dtype, shape in meta:
                 samp = bool(sample and sample[n])
-                numel = 1
-                for x in shape:
-                    numel *= x
+                numel = math.prod(shape)
                 size = (SAMPLE + 2 * min(EDGE, numel // 2)) * _dtype(dtype).itemsize if samp else \
                     _nbytes(dtype, tuple(shape))
                 entries.append((dtype, tuple(shape), off, samp))
@@ -140,23 +136,17 @@ class Layout:
 
 
 def _stored_shape(entry: Entry) -> tuple[int, ...]:
-    dtype, shape, _, samp = entry
+    _, shape, _, samp = entry
     if not samp:
         return shape
-    numel = 1
-    for x in shape:
-        numel *= x
-    return (SAMPLE + 2 * min(EDGE, numel // 2),)
+    return (SAMPLE + 2 * min(EDGE, math.prod(shape) // 2),)
 
 
 def _slot_view(mem: torch.Tensor, entry: Entry) -> torch.Tensor:
     """An entry's bytes in device memory `mem` (uint8), as its dtype and stored shape."""
     dtype, off = _dtype(entry[0]), entry[2]
     shape = _stored_shape(entry)
-    n = 1
-    for x in shape:
-        n *= x
-    return mem[off:off + n * dtype.itemsize].view(dtype).view(shape)
+    return mem[off:off + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
 
 
 class Arena:
