@@ -139,13 +139,49 @@ CONVS = {
     "conv_transpose2d": ("nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)",
                          "2, 4, 5, 3"),
     "conv_transpose1d": ("nn.ConvTranspose1d(3, 2, 4, stride=3, dilation=2)", "2, 3, 7"),
+    "conv_transpose3d": ("nn.ConvTranspose3d(4, 2, (2, 3, 3), stride=(1, 2, 3), padding=(0, 1, 1), groups=2)",
+                         "1, 4, 3, 4, 2"),
+}
+
+
+# >= 16 input channels per group: the tap-major loop (transposed with a stride: one class per residue)
+CONVS_TAP = {
+    "conv2d": ("nn.Conv2d(17, 6, 3, stride=2, padding=1, dilation=2)", "2, 17, 9, 8"),
+    "conv3d": ("nn.Conv3d(20, 7, 2, stride=(1, 2, 1))", "1, 20, 4, 5, 3"),
+    "conv_transpose2d": ("nn.ConvTranspose2d(32, 6, 3, stride=2, padding=1, output_padding=1, groups=2)",
+                         "2, 32, 5, 4"),
+    "conv_transpose3d": ("nn.ConvTranspose3d(16, 5, (3, 2, 3), stride=(2, 1, 3), padding=(1, 0, 1), bias=False)",
+                         "1, 16, 3, 4, 3"),
+    "conv_transpose1d": ("nn.ConvTranspose1d(16, 4, 4, stride=3, padding=2, dilation=2)", "2, 16, 6"),
+    "conv_transpose1d_s1": ("nn.ConvTranspose1d(16, 3, 3, padding=1)", "2, 16, 7"),
 }
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-def test_convolution(tmp_path: Path, dt: str) -> None:
-    _family(tmp_path, "conv", dt, {k: ("x", "self.m(x)", R.format(shp)) for k, (_, shp) in CONVS.items()},
-            init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in CONVS.items()})
+@pytest.mark.parametrize("cases", ["flat", "tap"])
+def test_convolution(tmp_path: Path, dt: str, cases: str) -> None:
+    convs = CONVS if cases == "flat" else CONVS_TAP
+    _family(tmp_path, f"conv_{cases}", dt, {k: ("x", "self.m(x)", R.format(shp)) for k, (_, shp) in convs.items()},
+            init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in convs.items()})
+
+
+def test_convolution_loops(tmp_path: Path) -> None:
+    """Which reduction loop each convolution gets: tap-major from 16 channels a group, stride classes only
+    for a strided transposed one."""
+    spec = tmp_path / "convs.py"
+    init = [f"self.m{k} = {mod}" for k, (mod, _) in enumerate(CONVS_TAP.values())]
+    n = len(init)
+    init += [f"self.m{n} = {CONVS['conv2d_groups'][0]}", f"self.m{n + 1} = {CONVS['conv_transpose2d'][0]}"]
+    shapes = [shp for _, shp in CONVS_TAP.values()] + [CONVS["conv2d_groups"][1], CONVS["conv_transpose2d"][1]]
+    args = ", ".join(f"x{k}" for k in range(len(shapes)))
+    expr = ", ".join(f"self.m{k}(x{k})" for k in range(len(shapes)))
+    spec.write_text(SPEC.format(dt="float32", args=args, expr=expr, inputs=", ".join(R.format(s) for s in shapes),
+                                init="\n".join("        " + i for i in init)))
+    res = lower_spec(spec)
+    assert res.source is not None, res.diagnosis
+    loops = re.findall(r"((?:tap-major|flat \(ci, k\))(?:, \d+ stride classes)?) reduction", res.source)
+    assert loops == ["tap-major", "tap-major", "tap-major, 4 stride classes", "tap-major, 6 stride classes",
+                     "tap-major, 3 stride classes", "tap-major", "flat (ci, k)", "flat (ci, k), 4 stride classes"]
 
 
 POOLS = {

@@ -2,11 +2,22 @@
 
 out[n, g*Cg_out + co, o...] = sum_{ci, k...} x[n, g*Cg_in + ci, i...] * w[...]: the output positions
 (n and the spatial o, flattened) are the GEMM rows, the group's output channels its columns, and
-(ci, k...) the reduction axis, walked CONV_BLOCK_R at a time with `tl.dot` and an fp32 accumulator.
-Direct convolution reads i = o * stride - padding + k * dilation; the transposed one gathers
-i = (o + padding - k * dilation) / stride where that division is exact. Strides, paddings and
-dilations are the graph's constants, written into the kernel as literals; every size is an argument.
-The bias and any fused pointwise epilogue run on the accumulator tile.
+(ci, k...) the reduction axis, walked with `tl.dot` and an fp32 accumulator. Direct convolution reads
+i = o * stride - padding + k * dilation; the transposed one gathers i = (o + padding - k * dilation) /
+stride where that division is exact. Strides, paddings and dilations are the graph's constants, written
+into the kernel as literals; every size is an argument. The bias and any fused pointwise epilogue run on
+the accumulator tile. Index math is 32-bit unless an offset can pass 2**31 (`IDX64`).
+
+A transposed convolution with a stride splits its outputs into stride-residue classes, one class per
+program (axis 2 is group x class): within a class only the taps with k * dilation = o + padding (mod stride)
+reach an input, and with dilation 1 exactly those are walked, instead of computing the stride**d - 1 of
+every stride**d products that read nothing. Then one of two loops over the reduction axis, chosen from the
+group's input channels (a weight size, fixed when lowering):
+- tap-major, when a group has >= 16 input channels: one kernel tap at a time, CONV_BLOCK_R channels of it
+  per step. The tap's input rows are computed once per step on a [CONV_BLOCK_P] vector, so the
+  [CONV_BLOCK_P, CONV_BLOCK_R] tile costs one add per element;
+- flat, for fewer channels (an image's 3): (ci, taps) flattened, CONV_BLOCK_R at a time, so a 3-channel
+  3x3 reduction is one step of 27 instead of nine steps of 16 mostly masked channels.
 """
 from __future__ import annotations
 
@@ -23,6 +34,7 @@ TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS")
 DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 64), "CONV_BLOCK_CO": ([16, 32, 64, 128], 32),
             "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4)}
 register_tunables(DEFAULTS)
+TAP_MIN_CHANNELS = 16  # tl.dot's smallest K: fewer channels per group take the flat loop
 
 
 def _decompose(var: str, names: list[str], sizes: list[str], out: list[str]) -> str:
@@ -36,6 +48,105 @@ def _decompose(var: str, names: list[str], sizes: list[str], out: list[str]) -> 
     return names[0]
 
 
+def _per_dim(v: list, S: int) -> list[int]:
+    return [int(x) for x in (list(v) * S if len(v) == 1 else list(v))]
+
+
+def _taps(S: int, stride: list[int], padding: list[int], dilation: list[int], classes: bool,
+          L: list[str]) -> list[tuple[str, int, str]]:
+    """Per dim (first tap, tap step, tap count) as kernel expressions. In a stride-residue class r (a
+    transposed convolution's outputs o = r + stride * j) only the taps with k * dilation = r + padding
+    (mod stride) reach an input: with dilation 1 they are k = (r + padding) % stride + m * stride, walked
+    exactly; with another dilation every tap is walked and the others are masked (`_in_pos`)."""
+    kv = []
+    for d in range(S):
+        if classes and stride[d] > 1 and dilation[d] == 1:
+            L.append(f"kst{d} = (cr{d} + {padding[d]}) % {stride[d]}")
+            L.append(f"KV{d} = (K{d} - kst{d} + {stride[d] - 1}) // {stride[d]}")
+            kv.append((f"kst{d}", stride[d], f"KV{d}"))
+        else:
+            kv.append(("0", 1, f"K{d}"))
+    return kv
+
+
+def _in_pos(d: int, transposed: bool, classes: bool, stride: list[int], padding: list[int], dilation: list[int],
+            o: str, j: str, k: str, ok: str) -> list[str]:
+    """Lines giving i{d}, the input position of output row `o` (class row `j`) and tap `k`, and and-ing
+    its bounds (and, for a dilated class dim, its divisibility) into `ok`."""
+    s, p, dl = stride[d], padding[d], dilation[d]
+    if not transposed:
+        lines = [f"i{d} = {o} * {s} + ({k} * {dl} - {p})"]
+    elif classes and s > 1:
+        # o = r + s * j: i = j + (r + p - k * dl) / s, exact for the class's taps
+        lines = [f"tq{d} = cr{d} + {p} - {k} * {dl}", f"i{d} = {j} + tq{d} // {s}"]
+        if dl != 1:
+            lines.append(f"{ok} = {ok} & (tq{d} % {s} == 0)")
+    else:
+        lines = [f"i{d} = {o} + ({p} - {k} * {dl})"]
+    return lines + [f"{ok} = {ok} & (i{d} >= 0) & (i{d} < I{d})"]
+
+
+def _flat_loop(S: int, transposed: bool, stride: list[int], padding: list[int], dilation: list[int],
+               classes: bool, prec: str, bf16: bool) -> list[str]:
+    """The reduction over (ci, taps) flattened, CONV_BLOCK_R at a time: r splits into ci and the taps on a
+    [CONV_BLOCK_R] vector, then each (row, r) pair gets its input position."""
+    sp = range(S)
+    L: list[str] = []
+    kv = _taps(S, stride, padding, dilation, classes, L)
+    L += ["RT = CIN_G * " + " * ".join(n for _, _, n in kv), "for r0 in range(0, RT, CONV_BLOCK_R):",
+          "    r = r0 + tl.arange(0, CONV_BLOCK_R)", "    rmask = r < RT"]
+    inner: list[str] = []
+    _decompose("r", ["ci"] + [f"m{d}" for d in sp], ["CIN_G"] + [n for _, _, n in kv], inner)
+    inner += ["cig = g * CIN_G + ci", "valid = pmask[:, None] & rmask[None, :]"]
+    xoff = ["pn[:, None] * sx0", "cig[None, :] * sx1"]
+    for d in sp:
+        first, step, _ = kv[d]
+        inner.append(f"k{d} = {first} + m{d} * {step}" if step > 1 or first != "0" else f"k{d} = m{d}")
+        inner += _in_pos(d, transposed, classes, stride, padding, dilation, f"o{d}[:, None]", f"j{d}[:, None]",
+                         f"k{d}[None, :]", "valid")
+        xoff.append(f"i{d} * sx{2 + d}")
+    inner.append(f"xt = tl.load(x_ptr + {' + '.join(xoff)}, mask=valid, other=0.0)")
+    woff = ["cig[:, None] * sw0", "co[None, :] * sw1"] if transposed else ["cog[None, :] * sw0", "ci[:, None] * sw1"]
+    woff += [f"k{d}[:, None] * sw{2 + d}" for d in sp]
+    inner.append(f"wt = tl.load(w_ptr + {' + '.join(woff)}, mask=rmask[:, None] & cmask[None, :], other=0.0)")
+    inner += _dot(prec, bf16)
+    return L + ["    " + ln for ln in inner]
+
+
+def _dot(prec: str, bf16: bool) -> list[str]:
+    out = []
+    if bf16:
+        out += ["if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
+                "    xt = xt.to(tl.float32)", "    wt = wt.to(tl.float32)"]
+    return out + [f"acc += tl.dot(xt, wt{prec})"]
+
+
+def _tap_loop(S: int, transposed: bool, stride: list[int], padding: list[int], dilation: list[int],
+              classes: bool, prec: str, bf16: bool) -> list[str]:
+    """One loop of (tap, channel block) steps: the tap's input rows (a [CONV_BLOCK_P] vector) and its
+    weight offset, then CONV_BLOCK_R channels of it."""
+    sp = range(S)
+    L: list[str] = []
+    kv = _taps(S, stride, padding, dilation, classes, L)
+    L += ["NT = " + " * ".join(n for _, _, n in kv) + " * NCB", "for t in range(0, NT):"]
+    inner = ["cb = t % NCB", "tap = t // NCB"]
+    _decompose("tap", [f"m{d}" for d in sp], [n for _, _, n in kv], inner)
+    inner += ["rowok = pmask", "xrow = pn * sx0"]
+    for d in sp:
+        first, step, _ = kv[d]
+        inner.append(f"k{d} = {first} + m{d} * {step}" if step > 1 or first != "0" else f"k{d} = m{d}")
+        inner += _in_pos(d, transposed, classes, stride, padding, dilation, f"o{d}", f"j{d}", f"k{d}", "rowok")
+        inner.append(f"xrow += i{d} * sx{2 + d}")
+    inner += ["c = cb * CONV_BLOCK_R + tl.arange(0, CONV_BLOCK_R)", "cm = c < CIN_G", "cig = g * CIN_G + c"]
+    wk = " + ".join(f"k{d} * sw{2 + d}" for d in sp)
+    inner.append("xt = tl.load(x_ptr + xrow[:, None] + cig[None, :] * sx1, mask=rowok[:, None] & cm[None, :], "
+                 "other=0.0)")
+    woff = "cig[:, None] * sw0 + co[None, :] * sw1" if transposed else "cog[None, :] * sw0 + c[:, None] * sw1"
+    inner.append(f"wt = tl.load(w_ptr + {woff} + {wk}, mask=cm[:, None] & cmask[None, :], other=0.0)")
+    inner += _dot(prec, bf16)
+    return L + ["    " + ln for ln in inner]
+
+
 def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node, str],
                 precision: str) -> tuple[str, list[str], set[str]]:
     anchor = group.anchor
@@ -44,13 +155,17 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     S = val(x).dim() - 2
     if S not in (1, 2, 3) or not dtype(x).is_floating_point or dtype(x) != dtype(w):
         raise Unsupported(f"unsupported: {op_name(anchor)} ({S}-d, {dtype(x)} x {dtype(w)})")
-    stride = list(stride) * (S if len(stride) == 1 else 1)
-    padding = list(padding) * (S if len(padding) == 1 else 1)
-    dilation = list(dilation) * (S if len(dilation) == 1 else 1)
-    output_padding = list(output_padding) * (S if len(output_padding) == 1 else 1)
+    stride, padding = _per_dim(stride, S), _per_dim(padding, S)
+    dilation, output_padding = _per_dim(dilation, S), _per_dim(output_padding, S)
+    G = int(groups)
+    cin_g = int(val(w).shape[0]) // G if transposed else int(val(w).shape[1])
+    tap = cin_g >= TAP_MIN_CHANNELS
+    classes = bool(transposed) and any(s > 1 for s in stride)
+    ncls = 1
+    for s in (stride if classes else []):
+        ncls *= s
     sp = list(range(S))
     o = [f"o{d}" for d in sp]
-    k = [f"k{d}" for d in sp]
     res = pw.Val("acc", torch.float32)
     idx = ["pn[:, None]", "cog[None, :]"] + [f"o{d}[:, None]" for d in sp]
     body = build_body(group, [], idx, "omask", "(pn[:, None] * 0 + cog[None, :] * 0)", {anchor: res})
@@ -59,62 +174,59 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     from workbench.lowering.templates import dot_precision
 
     prec = dot_precision(precision) if dtype(x) == torch.float32 else ""
-    L: list[str] = ["pid_p = tl.program_id(0)", "pid_c = tl.program_id(1)", "g = tl.program_id(2)",
-                    "rp = pid_p.to(tl.int64) * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)", "pmask = rp < P",
-                    "co = pid_c * CONV_BLOCK_CO + tl.arange(0, CONV_BLOCK_CO)", "cmask = co < COUT_G",
-                    "cog = g * COUT_G + co", "sp = rp % PSP", "pn = rp // PSP"]
-    _decompose("sp", o, [f"O{d}" for d in sp], L)
-    L += ["acc = tl.zeros([CONV_BLOCK_P, CONV_BLOCK_CO], tl.float32)",
-          "for r0 in range(0, R, CONV_BLOCK_R):",
-          "    r = r0 + tl.arange(0, CONV_BLOCK_R)",
-          "    rmask = r < R"]
-    inner: list[str] = []
-    _decompose("r", ["ci"] + k, ["CIN_G"] + [f"K{d}" for d in sp], inner)
-    inner.append("cig = g * CIN_G + ci")
-    inner.append("valid = pmask[:, None] & rmask[None, :]")
-    xoff = ["pn[:, None] * sx0", "cig[None, :] * sx1"]
-    for d in sp:
-        if transposed:
-            inner.append(f"t{d} = o{d}[:, None] + {padding[d]} - k{d}[None, :] * {dilation[d]}")
-            inner.append(f"i{d} = t{d} // {stride[d]}")
-            inner.append(f"valid = valid & (t{d} >= 0) & (t{d} % {stride[d]} == 0) & (i{d} < I{d})")
-        else:
-            inner.append(f"i{d} = o{d}[:, None] * {stride[d]} - {padding[d]} + k{d}[None, :] * {dilation[d]}")
-            inner.append(f"valid = valid & (i{d} >= 0) & (i{d} < I{d})")
-        xoff.append(f"i{d} * sx{2 + d}")
-    inner.append(f"xt = tl.load(x_ptr + {' + '.join(xoff)}, mask=valid, other=0.0)")
-    if transposed:
-        woff = ["cig[:, None] * sw0", "co[None, :] * sw1"]
+    bf16 = dtype(x) == torch.bfloat16
+    L: list[str] = ["pid_p = tl.program_id(0)", "pid_c = tl.program_id(1)", "pid_g = tl.program_id(2)",
+                    "if IDX64:", "    rp = pid_p.to(tl.int64) * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)",
+                    "else:", "    rp = pid_p * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)", "pmask = rp < P",
+                    "co = pid_c * CONV_BLOCK_CO + tl.arange(0, CONV_BLOCK_CO)", "cmask = co < COUT_G"]
+    if classes:
+        # program axis 2 is (group, stride-residue class): rows of one class are o = r + stride * j
+        L += [f"g = pid_g // {ncls}", f"cls = pid_g % {ncls}"]
+        _decompose("cls", [f"cr{d}" for d in sp], [str(s) for s in stride], L)
+        L += ["cog = g * COUT_G + co", "sp = rp % PSP", "pn = rp // PSP"]
+        _decompose("sp", [f"j{d}" for d in sp], [f"J{d}" for d in sp], L)
+        for d in sp:
+            L.append(f"o{d} = cr{d} + {stride[d]} * j{d}")
+            L.append(f"pmask = pmask & (o{d} < O{d})")
+        L.append("osp = " + "".join("(" for _ in sp[1:]) + "o0" + "".join(f") * O{d} + o{d}" for d in sp[1:]))
     else:
-        woff = ["cog[None, :] * sw0", "ci[:, None] * sw1"]
-    woff += [f"k{d}[:, None] * sw{2 + d}" for d in sp]
-    inner.append(f"wt = tl.load(w_ptr + {' + '.join(woff)}, mask=rmask[:, None] & cmask[None, :], other=0.0)")
-    if dtype(x) == torch.bfloat16:
-        inner += ["if DOT_F32:  # Triton's interpreter computes bf16 tl.dot wrongly: fp32 there",
-                  "    xt = xt.to(tl.float32)", "    wt = wt.to(tl.float32)"]
-    inner.append(f"acc += tl.dot(xt, wt{prec})")
-    L += ["    " + ln for ln in inner]
+        L += ["g = pid_g", "cog = g * COUT_G + co", "sp = rp % PSP", "pn = rp // PSP"]
+        _decompose("sp", o, [f"O{d}" for d in sp], L)
+        L.append("osp = sp")
+    L.append("acc = tl.zeros([CONV_BLOCK_P, CONV_BLOCK_CO], tl.float32)")
+    L += (_tap_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16) if tap else
+          _flat_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16))
     has_bias = isinstance(b, fx.Node)
     if has_bias:
         L.append("acc += tl.load(b_ptr + cog, mask=cmask, other=0.0).to(tl.float32)[None, :]")
     L.append("omask = pmask[:, None] & cmask[None, :]")
     L += body.lines
-    L += store_lines(body, "pn[:, None] * (COUT * PSP) + cog[None, :] * PSP + sp[:, None]", "omask")
+    L += store_lines(body, "pn[:, None] * (COUT * OSP) + cog[None, :] * OSP + osp[:, None]", "omask")
     params = (["x_ptr", "w_ptr"] + (["b_ptr"] if has_bias else []) +
               [f"out{j}_ptr" for j in range(len(body.outputs))] + [f"in{q}_ptr" for q in range(len(body.inputs))] +
               [f"sc{q}" for q in range(len(body.scalars))] +
-              ["P", "PSP", "R", "CIN_G", "COUT_G", "COUT"] + [f"I{d}" for d in sp] + [f"O{d}" for d in sp] +
-              [f"K{d}" for d in sp] + [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
+              ["P", "PSP", "OSP", "R", "NCB", "CIN_G", "COUT_G", "COUT"] + [f"I{d}" for d in sp] +
+              [f"O{d}" for d in sp] + [f"J{d}" for d in sp] + [f"K{d}" for d in sp] +
+              [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
               [f"in{q}_s{d}" for q in range(len(body.inputs)) for d in range(S + 2)] +
-              ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr"] +
+              ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr",
+               "IDX64: tl.constexpr"] +
               (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
-              (["DOT_F32: tl.constexpr"] if dtype(x) == torch.bfloat16 else []))
+              (["DOT_F32: tl.constexpr"] if bf16 else []))
     kind = "transposed " if transposed else ""
+    loop = ("tap-major" if tap else "flat (ci, k)") + (f", {ncls} stride classes" if classes else "")
     doc = (f'    """{kind}conv{S}d, stride {stride}, padding {padding}, dilation {dilation}, groups {groups}; '
-           f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
+           f'{loop} reduction; epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
+    launch = _launch(name, body, names, x, w, b if has_bias else None, transposed, G, stride, padding,
+                     dilation, output_padding, classes, ncls, tap, prec, bf16)
+    return src, launch, body.helpers
+
+
+def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, b: fx.Node | None,  # noqa: ANN001
+            transposed: bool, G: int, stride: list[int], padding: list[int], dilation: list[int],
+            output_padding: list[int], classes: bool, ncls: int, tap: bool, prec: str, bf16: bool) -> list[str]:
     xv, wv = names[x], names[w]
-    G = int(groups)
     launch = [f"_N, _CIN = {xv}.shape[0], {xv}.shape[1]", f"_I = {xv}.shape[2:]", f"_K = {wv}.shape[2:]"]
     if transposed:
         launch += [f"_COUT = {wv}.shape[1] * {G}", f"_CIN_G = {wv}.shape[0] // {G}",
@@ -124,22 +236,29 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
         launch += [f"_COUT = {wv}.shape[0]", f"_CIN_G = {wv}.shape[1]",
                    "_O = [(_I[d] + 2 * p - dl * (_K[d] - 1) - 1) // s + 1 for d, (s, p, dl) in "
                    f"enumerate(zip({stride}, {padding}, {dilation}))]"]
-    launch += ["_shape = [_N, _COUT, *_O]", "_PSP = _numel(_O)", f"_COUT_G = _COUT // {G}",
-               "_R = _CIN_G * _numel(_K)"]
+    # rows of one stride class: J = ceil(O / stride) per dim (the class's last row may fall past O: masked)
+    launch += ["_shape = [_N, _COUT, *_O]", "_OSP = _numel(_O)",
+               f"_J = [-(-_O[d] // s) for d, s in enumerate({stride})]" if classes else "_J = list(_O)",
+               "_PSP = _numel(_J)", f"_COUT_G = _COUT // {G}", "_R = _CIN_G * _numel(_K)",
+               # a channel block no wider than the channels (tl.dot needs 16): thin groups waste no lanes
+               "_BR = min(CONV_BLOCK_R, max(16, triton.next_power_of_2(_CIN_G)))" if tap else "_BR = CONV_BLOCK_R",
+               "_NCB = -(-_CIN_G // _BR)"]
     outs = [names[n] for n in body.outputs]
     launch += [f"{ov} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
                for ov, n in zip(outs, body.outputs)]
-    strd = []
+    strd, exp = [], []
     for q, node in enumerate(body.inputs):
         launch.append(f"_e{q} = {names[node]}.expand(_shape)")
         strd.append(f"*_e{q}.stride()")
-    args = [xv, wv] + ([names[b]] if has_bias else []) + outs + [f"_e{q}" for q in range(len(body.inputs))] + \
-        [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_R", "_CIN_G", "_COUT_G", "_COUT", "*_I", "*_O",
-                                            "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
+        exp.append(f"_e{q}")
+    args = [xv, wv] + ([names[b]] if b is not None else []) + outs + exp + \
+        [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT",
+                                            "*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
+    big = ", ".join([xv, wv] + outs + exp)
     launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), "
-                  f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G})]("
+                  f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G * ncls})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
-                  f"CONV_BLOCK_R=CONV_BLOCK_R, num_warps=CONV_NUM_WARPS"
+                  f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps=CONV_NUM_WARPS"
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
-                  f"{', DOT_F32=_DOT_F32' if dtype(x) == torch.bfloat16 else ''})")
-    return src, launch, body.helpers
+                  f"{', DOT_F32=_DOT_F32' if bf16 else ''})")
+    return launch
