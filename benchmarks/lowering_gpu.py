@@ -120,7 +120,8 @@ def _pool(n: int, device: str):  # noqa: ANN202 - a multiprocessing Pool
 
     from benchmarks import lowering_gpu_worker as wk
 
-    return mp.get_context("spawn").Pool(n, initializer=wk.init_worker, initargs=(device,))
+    ctx = mp.get_context("spawn")
+    return ctx.Pool(n, initializer=wk.init_worker, initargs=(device, ctx.Lock() if n > 1 else None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         pool = _pool(args.workers, args.device)
         try:
             pending = {i: pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": args.cap_s,
-                                                         "compile": args.warm_compile,
+                                                         "compile": args.warm_compile, "oom_retries": 3,
                                                          "warm_only": True},)) for i in todo}
             for i, res in pending.items():
                 left = a_end - time.monotonic()
@@ -176,8 +177,13 @@ def run(args: argparse.Namespace) -> int:
                         break
                     warm[i] = {"status": "error", "correct": False, "fatal": True,
                                "reason": f"warm-up worker died: {type(exc).__name__}: {exc}"[:300]}
-                log.info("warm %s %s: %s", manifest[i]["level"], manifest[i]["problem"],
-                         warm[i].get("status"))
+                if wk.out_of_memory(warm[i]):  # beside the other workers' problems: phase B runs it alone
+                    log.info("warm %s %s: out of memory beside the other workers, left to phase B",
+                             manifest[i]["level"], manifest[i]["problem"])
+                    warm.pop(i)
+                    continue
+                log.info("warm %s %s: %s %s", manifest[i]["level"], manifest[i]["problem"],
+                         warm[i].get("status"), str(warm[i].get("reason", ""))[:120])
         finally:
             pool.terminate()
             pool.join()

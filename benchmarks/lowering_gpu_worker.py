@@ -16,11 +16,15 @@ from typing import Any
 
 _FATAL = ("illegal memory access", "unspecified launch failure", "device-side assert", "CUDA error",
           "misaligned address", "an illegal instruction")
+_OOM = "out of memory"  # a CUDA error that leaves the context usable: the allocation failed, nothing ran
+_RETRY_LOCK: Any = None  # phase A's workers share the GPU: one retries an out-of-memory problem at a time
 
 
-def init_worker(device: str) -> None:
+def init_worker(device: str, retry_lock: Any = None) -> None:
+    global _RETRY_LOCK
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    _RETRY_LOCK = retry_lock
     signal.signal(signal.SIGALRM, _alarm)
 
 
@@ -33,7 +37,11 @@ def _alarm(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler si
 
 
 def fatal(reason: str) -> bool:
-    return any(s in reason for s in _FATAL)
+    return _OOM not in reason and any(s in reason for s in _FATAL)
+
+
+def out_of_memory(row: dict) -> bool:
+    return _OOM in str(row.get("reason", "")) or _OOM in str(row.get("compile_reason", ""))
 
 
 def _flat(o: Any) -> list[Any]:
@@ -143,7 +151,27 @@ def _load(d: Path, item: dict, tag: str) -> tuple[Any, Any]:
 
 def measure(job: dict) -> dict:
     """Check and time one problem. job: dir, item, device, cap_s, timing (s per contender), compile (bool),
-    warm_only (bool: first calls only, to fill Triton's and Inductor's caches)."""
+    warm_only (bool: first calls only, to fill Triton's and Inductor's caches). A warm-up that runs out of
+    GPU memory (the other workers' problems hold it: published inputs and outputs reach 10 GB each) is
+    tried again, up to job["oom_retries"] times, holding the retry lock, after a pause that lets the
+    others finish; the row says how many tries it took."""
+    row = _measure(job)
+    tries = int(job.get("oom_retries", 0)) if job.get("warm_only") else 0
+    for k in range(tries):
+        if not out_of_memory(row):
+            break
+        if _RETRY_LOCK is None:
+            time.sleep(2.0 * (k + 1))
+            row = _measure(job)
+        else:
+            with _RETRY_LOCK:
+                time.sleep(2.0 * (k + 1))
+                row = _measure(job)
+        row["oom_tries"] = k + 1
+    return row
+
+
+def _measure(job: dict) -> dict:
     import torch
 
     device, item = job["device"], job["item"]
