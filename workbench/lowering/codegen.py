@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from workbench.lowering import conv, copies, glue, primitives, templates
+from workbench.lowering import conv, copies, glue, primitives, softmax, templates
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
@@ -194,7 +194,10 @@ class Emitter:
     def emit_group(self, g: Group, mat: list[fx.Node]) -> None:
         for m in g.members:
             self.name(m)
-        if g.anchor is None:
+        if g.pattern is not None:
+            _, launch = self.add_kernel("softmax", lambda nm: softmax.softmax_kernel(nm, g, mat, self.names))
+            self.tunables |= {"RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"}
+        elif g.anchor is None:
             _, launch = self.add_kernel("fused", lambda nm: templates.pointwise_kernel(nm, g, mat, self.names))
             self.tunables |= {"BLOCK", "NUM_WARPS"}
         elif packet(g.anchor) == "convolution":

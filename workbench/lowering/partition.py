@@ -10,10 +10,11 @@ kernel can be launched right after its last node, before that use.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch.fx as fx
 
-from workbench.lowering.graph import is_tensor_node, packet, shape_key
+from workbench.lowering.graph import is_tensor_node, packet, shape_key, val
 from workbench.lowering.pointwise import is_pointwise
 
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", "any", "all", "max",
@@ -42,6 +43,8 @@ class Group:
     anchor: fx.Node | None = None
     nodes: list[fx.Node] = field(default_factory=list)   # pointwise members, in graph order
     closed: bool = False
+    pattern: Any = None   # a whole chain with a template of its own (softmax.SoftmaxMatch), nodes its members
+    prologue: list[fx.Node] = field(default_factory=list)   # unary pointwise chain into a reduction's load
 
     @property
     def members(self) -> list[fx.Node]:
@@ -61,11 +64,112 @@ def is_group_pointwise(node: fx.Node) -> bool:
     return is_pointwise(name)
 
 
+def _merge_into(target: Group, others: list[Group], group_of: dict[fx.Node, Group],
+                order: dict[fx.Node, int]) -> None:
+    """Move the members of the anchorless groups `others` into `target` (graph order kept).
+
+    Legal because every group here is open: no node outside a group has used its members yet, so none of
+    them can depend on another (ELU's `where(x > 0, x * a, expm1(x) * b)` joins three chains in one kernel)."""
+    for g in others:
+        for n in g.nodes:
+            group_of[n] = target
+        target.nodes.extend(g.nodes)
+        g.nodes = []
+    target.nodes.sort(key=order.__getitem__)
+
+
+def _joinable(node: fx.Node, ins: list[fx.Node], group_of: dict[fx.Node, Group],
+              deps: dict[fx.Node, frozenset[int]], alias: dict[int, int]) -> list[Group]:
+    """The open groups of `node`'s shape among its operands' that it may join, first one first."""
+    key = shape_key(node)
+    found: list[Group] = []
+    for a in ins:
+        g = group_of.get(a)
+        if g is None or g.closed or g.shape != key or g in found:
+            continue
+        others = [b for b in ins if group_of.get(b) is not g]
+        if any(g.gid in _resolved(deps.get(b, frozenset()), alias) for b in others):
+            continue
+        found.append(g)
+    return found
+
+
+def _resolved(gids: frozenset[int], alias: dict[int, int]) -> frozenset[int]:
+    """Group ids with every merged-away group replaced by the group it ended in."""
+    if not alias:
+        return gids
+    out = set()
+    for i in gids:
+        while i in alias:
+            i = alias[i]
+        out.add(i)
+    return frozenset(out)
+
+
+def _pattern_groups(graph: fx.Graph, groups: list[Group]) -> dict[fx.Node, Group]:
+    """node -> its group for the chains that one template computes whole (softmax, log-softmax)."""
+    from workbench.lowering import softmax
+
+    out: dict[fx.Node, Group] = {}
+    for m in softmax.find_all(graph):
+        members = m.internal + [m.out]
+        if any(n in out for n in members):
+            continue
+        g = Group(gid=len(groups), shape=shape_key(m.out), nodes=members, pattern=m)
+        groups.append(g)
+        out.update((n, g) for n in members)
+    return out
+
+
+PROLOGUE_KINDS = frozenset({"sum", "mean", "nansum", "prod", "amax", "amin"})
+
+
+def prologue_chain(red: fx.Node) -> list[fx.Node]:
+    """The pointwise nodes a reduction can apply to its input as it loads it, first to last: each has one
+    tensor operand (the previous one) besides literals and only the next one as user (`x ** 2` into the
+    sum of a norm: its own kernel and a round trip through memory otherwise)."""
+    from workbench.lowering.graph import is_sym_node
+
+    if packet(red) not in PROLOGUE_KINDS or not isinstance(red.args[0], fx.Node):
+        return []
+    chain: list[fx.Node] = []
+    x, user = red.args[0], red
+    while is_group_pointwise(x) and set(x.users) == {user} and packet(x) != "copy":
+        tensors = [a for a in x.all_input_nodes if is_tensor_node(a)]
+        if len(tensors) != 1 or any(is_sym_node(a) for a in x.all_input_nodes) or shape_key(tensors[0]) != \
+                shape_key(x):
+            break
+        chain.insert(0, x)
+        x, user = tensors[0], x
+    return chain
+
+
+def _prologue_groups(graph: fx.Graph, groups: list[Group], taken: dict[fx.Node, Group]) -> dict[fx.Node, Group]:
+    """node -> the reduction group of every reduction with a prologue chain, and of its chain's nodes."""
+    out: dict[fx.Node, Group] = {}
+    for node in graph.nodes:
+        if node.op != "call_function" or node in taken or anchor_kind(node) != "reduction":
+            continue
+        if isinstance(val(node), (tuple, list)):
+            continue
+        chain = prologue_chain(node)
+        if not chain or any(n in taken for n in chain):
+            continue
+        g = Group(gid=len(groups), shape=shape_key(node), anchor=node, prologue=chain)
+        groups.append(g)
+        out.update((n, g) for n in [*chain, node])
+    return out
+
+
 def partition(graph: fx.Graph) -> dict[fx.Node, Group]:
     """node -> its group, for every pointwise and anchor node."""
     group_of: dict[fx.Node, Group] = {}
     deps: dict[fx.Node, frozenset[int]] = {}
     groups: list[Group] = []
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    alias: dict[int, int] = {}  # gid of a group merged away -> the gid it went into
+    chained = _pattern_groups(graph, groups)
+    chained.update(_prologue_groups(graph, groups, chained))
     for node in graph.nodes:
         ins = [a for a in node.all_input_nodes]
         # any use of a grouped node from outside its group closes that group
@@ -74,19 +178,20 @@ def partition(graph: fx.Graph) -> dict[fx.Node, Group]:
         for a in ins:
             d |= deps.get(a, frozenset())
         kind = anchor_kind(node) if node.op == "call_function" else None
-        if kind is not None or is_group_pointwise(node):
+        if node in chained:
+            group_of[node] = mine = chained[node]
+            d.add(mine.gid)
+        elif kind is not None or is_group_pointwise(node):
             target: Group | None = None
             if kind is None:
-                key = shape_key(node)
-                for a in ins:
-                    g = group_of.get(a)
-                    if g is None or g.closed or g.shape != key:
-                        continue
-                    others = [b for b in ins if group_of.get(b) is not g]
-                    if any(g.gid in deps.get(b, frozenset()) for b in others):
-                        continue
-                    target = g
-                    break
+                found = _joinable(node, ins, group_of, deps, alias)
+                if found:
+                    # the first operand's group (possibly a reduction's epilogue) takes the anchorless others
+                    target = found[0]
+                    extra = [g for g in found[1:] if g.anchor is None and g.pattern is None]
+                    _merge_into(target, extra, group_of, order)
+                    for g in extra:
+                        alias[g.gid] = target.gid
             if target is None:
                 target = Group(gid=len(groups), shape=shape_key(node) if is_tensor_node(node) else "")
                 groups.append(target)
@@ -103,7 +208,7 @@ def partition(graph: fx.Graph) -> dict[fx.Node, Group]:
             g = group_of.get(a)
             if g is not None and g is not mine:
                 g.closed = True
-        deps[node] = frozenset(d)
+        deps[node] = _resolved(frozenset(d), alias)
     return group_of
 
 
