@@ -20,7 +20,8 @@ SPECS = Path(__file__).parent / "specs"
 REPRESENTATIVE = ["kb_cumprod", "kb_cumsum", "kb_linear_relu", "kb_softmax_dim0", "kb_layernorm_gelu",
                   "kb_groupnorm_swish",
                   "kb_argmax_logsumexp", "kb_l2norm_clamp", "kb_bmm_scale_mean", "kb_conv_bn_relu",
-                  "kb_conv3d_avgpool", "kb_convt_tanh_maxpool", "kb_depthwise_hardswish", "mlp_softmax", "rnn_lstm"]
+                  "kb_conv3d_avgpool", "kb_convt_tanh_maxpool", "kb_depthwise_hardswish", "mlp_softmax", "rnn_lstm",
+                  "kb_conv_tap_gelu"]
 
 
 def _draft(stem: str, tmp: Path):  # noqa: ANN202 - (source, launches)
@@ -47,6 +48,21 @@ def test_lowered_draft_compiles_for_sm90_and_fits(stem: str, tmp_path: Path) -> 
     bad = [f.why() for f in fits if not f.ok]
     assert not bad, bad
     assert all(f.n_regs > 0 for f in fits)  # the resource table was read
+
+
+def test_launches_are_specialized_like_the_jit(tmp_path: Path) -> None:
+    """An int argument equal to 1 becomes a constant and pointers and ints divisible by 16 are marked, as the
+    JIT does on the GPU: the tap-major convolution's channel stride is 1 (channels-last copies), which is
+    what lets its tiles load as 16-byte vectors and feed wgmma."""
+    source, launches = _draft("kb_conv_tap_gelu", tmp_path)
+    conv = [ln for ln in launches if ln.kernel.startswith("conv")]
+    assert len(conv) == 2
+    for ln in conv:
+        assert ln.constexprs["sx1"] == 1 and ln.signature["sx1"] == "constexpr"
+        assert {"x_ptr", "w_ptr", "sx0"} <= set(ln.divisible)
+        assert "I0" not in ln.divisible  # 9 and 7: not multiples of 16
+    assert all(f.ok for f in sc.compile_launches(source, conv))
+    check_candidate(SPECS / "kb_conv_tap_gelu.py", source, tmp_path)
 
 
 def test_cumprod_draft_is_correct(tmp_path: Path) -> None:

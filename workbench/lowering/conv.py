@@ -15,7 +15,11 @@ every stride**d products that read nothing. Then one of two loops over the reduc
 group's input channels (a weight size, fixed when lowering):
 - tap-major, when a group has >= 16 input channels: one kernel tap at a time, CONV_BLOCK_R channels of it
   per step. The tap's input rows are computed once per step on a [CONV_BLOCK_P] vector, so the
-  [CONV_BLOCK_P, CONV_BLOCK_R] tile costs one add per element;
+  [CONV_BLOCK_P, CONV_BLOCK_R] tile costs one add per element. x and w are read channels-fastest (a
+  channels-last copy of x, w permuted alike): the tiles are then contiguous along the reduction axis, so
+  they load as 16-byte vectors and Hopper's wgmma takes them (checked in the sm_90 TTGIR/PTX: from 4-byte
+  cp.async and mma.sync in NCHW to 16-byte cp.async and wgmma). Positions stay the tiles' first axis;
+  put last, Triton's coalescing made a warp's lanes walk channels of NCHW, a plane apart each;
 - flat, for fewer channels (an image's 3): (ci, taps) flattened, CONV_BLOCK_R at a time, so a 3-channel
   3x3 reduction is one step of 27 instead of nine steps of 16 mostly masked channels.
 """
@@ -137,7 +141,9 @@ def _tap_loop(S: int, transposed: bool, stride: list[int], padding: list[int], d
         inner.append(f"k{d} = {first} + m{d} * {step}" if step > 1 or first != "0" else f"k{d} = m{d}")
         inner += _in_pos(d, transposed, classes, stride, padding, dilation, f"o{d}", f"j{d}", f"k{d}", "rowok")
         inner.append(f"xrow += i{d} * sx{2 + d}")
-    inner += ["c = cb * CONV_BLOCK_R + tl.arange(0, CONV_BLOCK_R)", "cm = c < CIN_G", "cig = g * CIN_G + c"]
+    # whole channel blocks (CH_EVEN): a mask constant along the channels lets the loads be 16-byte vectors
+    inner += ["c = cb * CONV_BLOCK_R + tl.arange(0, CONV_BLOCK_R)", "if CH_EVEN:",
+              "    cm = tl.full([CONV_BLOCK_R], 1, tl.int1)", "else:", "    cm = c < CIN_G", "cig = g * CIN_G + c"]
     wk = " + ".join(f"k{d} * sw{2 + d}" for d in sp)
     inner.append("xt = tl.load(x_ptr + xrow[:, None] + cig[None, :] * sx1, mask=rowok[:, None] & cm[None, :], "
                  "other=0.0)")
@@ -210,7 +216,7 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
               [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
               [f"in{q}_s{d}" for q in range(len(body.inputs)) for d in range(S + 2)] +
               ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr",
-               "IDX64: tl.constexpr"] +
+               "IDX64: tl.constexpr"] + (["CH_EVEN: tl.constexpr"] if tap else []) +
               (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
               (["DOT_F32: tl.constexpr"] if bf16 else []))
     kind = "transposed " if transposed else ""
@@ -243,6 +249,14 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
                # a channel block no wider than the channels (tl.dot needs 16): thin groups waste no lanes
                "_BR = min(CONV_BLOCK_R, max(16, triton.next_power_of_2(_CIN_G)))" if tap else "_BR = CONV_BLOCK_R",
                "_NCB = -(-_CIN_G // _BR)"]
+    if tap:
+        # channels fastest in memory (a copy of x, a few KB of w): a tap's [positions, channels] tile is then
+        # contiguous along the reduction axis, the layout Hopper's wgmma reads and 16-byte loads fill
+        wdim = 0 if transposed else 1
+        launch += [f"_xc = {xv} if {xv}.stride(1) == 1 else {xv}.movedim(1, -1).contiguous().movedim(-1, 1)",
+                   f"_wc = {wv} if {wv}.stride({wdim}) == 1 else "
+                   f"{wv}.movedim({wdim}, -1).contiguous().movedim(-1, {wdim})"]
+        xv, wv = "_xc", "_wc"
     outs = [names[n] for n in body.outputs]
     launch += [f"{ov} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
                for ov, n in zip(outs, body.outputs)]
@@ -259,6 +273,7 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
                   f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G * ncls})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
                   f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps=CONV_NUM_WARPS"
+                  f"{', CH_EVEN=_CIN_G % _BR == 0' if tap else ''}"
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
                   f"{', DOT_F32=_DOT_F32' if bf16 else ''})")
     return launch

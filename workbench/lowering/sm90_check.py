@@ -65,10 +65,11 @@ class Launch:
     constexprs: dict[str, Any]
     num_warps: int = 4
     num_stages: int = 3
+    divisible: list[str] = field(default_factory=list)  # args the JIT marks divisible by 16 (pointers, ints)
 
     def key(self) -> str:
-        return json.dumps([self.kernel, self.signature, self.constexprs, self.num_warps, self.num_stages],
-                          sort_keys=True, default=str)
+        return json.dumps([self.kernel, self.signature, self.constexprs, self.num_warps, self.num_stages,
+                           self.divisible], sort_keys=True, default=str)
 
 
 @dataclass
@@ -118,6 +119,14 @@ def _arg_type(a: Any) -> str:
     raise TypeError(f"kernel argument of type {type(a).__name__}")
 
 
+def _divisible_16(v: Any) -> bool:
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return v.data_ptr() % 16 == 0
+    return isinstance(v, int) and not isinstance(v, bool) and v % 16 == 0
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[list[Launch]]:
     """Record the kernel launches made inside the block (interpreter only: TRITON_INTERPRET=1)."""
@@ -134,7 +143,7 @@ def recording() -> Iterator[list[Launch]]:
         bound = dict(zip([p.name for p in params], args))
         opts = {"num_warps": kwargs.pop("num_warps", 4), "num_stages": kwargs.pop("num_stages", 3)}
         bound.update(kwargs)
-        sig, const = {}, {}
+        sig, const, div = {}, {}, []
         for p in params:
             if p.name not in bound:
                 if p.default is inspect.Parameter.empty:
@@ -142,10 +151,17 @@ def recording() -> Iterator[list[Launch]]:
                 bound[p.name] = p.default
             v = bound[p.name]
             is_const = "constexpr" in str(p.annotation) or v is None
+            # the JIT's specialization, so the compile here is the one the GPU runs: an int equal to 1 is a
+            # constant, an int or a pointer divisible by 16 is marked so (it decides coalescing and vector
+            # widths: a stride of 1 makes a tile contiguous along that axis)
+            if not is_const and isinstance(v, int) and not isinstance(v, bool) and v == 1:
+                is_const = True
             sig[p.name] = "constexpr" if is_const else _arg_type(v)
             if is_const:
                 const[p.name] = v
-        ln = Launch(self.fn.__name__, sig, const, int(opts["num_warps"]), int(opts["num_stages"]))
+            elif _divisible_16(v):
+                div.append(p.name)
+        ln = Launch(self.fn.__name__, sig, const, int(opts["num_warps"]), int(opts["num_stages"]), div)
         if ln.key() not in seen:
             seen[ln.key()] = ln
             out.append(ln)
@@ -207,7 +223,7 @@ def apply_config(source: str, launches: list[Launch], config: dict[str, Any]) ->
         const = {k: config.get(m[k], v) if k in m else v for k, v in ln.constexprs.items()}
         nw = config.get(m["num_warps"], ln.num_warps) if "num_warps" in m else ln.num_warps
         ns = config.get(m["num_stages"], ln.num_stages) if "num_stages" in m else ln.num_stages
-        out.append(Launch(ln.kernel, dict(ln.signature), const, int(nw), int(ns)))
+        out.append(Launch(ln.kernel, dict(ln.signature), const, int(nw), int(ns), list(ln.divisible)))
     return out
 
 
@@ -277,7 +293,9 @@ def _compile_one(mod: Any, ln: dict) -> KernelFit:
     fit = KernelFit(ln["kernel"], ln["num_warps"], ln["constexprs"])
     fn = getattr(mod, ln["kernel"])
     try:
-        src = ASTSource(fn, ln["signature"], ln["constexprs"])
+        names = list(ln["signature"])
+        attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in ln.get("divisible", []) if a in names}
+        src = ASTSource(fn, ln["signature"], ln["constexprs"], attrs)
         c = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                            options={"num_warps": ln["num_warps"], "num_stages": ln["num_stages"]})
         regs, static_shared, local = _resources(c.asm["cubin"])
