@@ -27,6 +27,17 @@ def test_configs_stay_inside_the_drafts_tunables_and_differ_from_it() -> None:
     assert len(tune.configs(src, 2)) == 2
 
 
+def test_a_convolution_draft_tries_tf32x3_from_its_own_points() -> None:
+    """The conv family carries its precision: a draft with no matmul gets no matmul points (whose ieee
+    half used to pair with five of the eight conv tiles)."""
+    src = lower_spec(SPECS / "kb_conv_tap_gelu.py").source
+    assert src is not None and "MM_BLOCK_M" not in parse_tunables(src).choices
+    cfgs = tune.configs(src, 8)
+    assert len(cfgs) == 8
+    assert sum(c["MM_PRECISION"] == "tf32x3" for c in cfgs) == 7
+    assert [c["CONV_BLOCK_P"] for c in cfgs] == [p[0] for p in tune.SPACE["conv"][1]]
+
+
 def test_fit_filter_drops_what_an_h200_block_cannot_hold(tmp_path: Path) -> None:
     spec = SPECS / "kb_linear_relu.py"
     src = lower_spec(spec).source
