@@ -57,6 +57,9 @@ class Captured:
     forward_args: list[str]
     dynamic: bool
     constants: dict[str, Any] = field(default_factory=dict)
+    # fqns of plain tensor attributes (`self.hidden = torch.randn(...)` in __init__) traced as buffers:
+    # ModelNew registers them as non-persistent buffers after its copied __init__ (lifted.py)
+    state_attrs: list[str] = field(default_factory=list)
 
 
 def decomposition_table() -> dict:
@@ -110,6 +113,26 @@ def fake_model_and_inputs(module: Any) -> tuple[torch.nn.Module, tuple, Any]:
     return model, inputs, mode
 
 
+def state_tensors_as_buffers(model: torch.nn.Module) -> list[str]:
+    """Register the model's plain tensor attributes as buffers; return their fqns, in module order.
+
+    Non-strict export fakifies parameters and buffers into its own fake mode but keeps a plain tensor
+    attribute as it is, a fake tensor of our mode: the graph then mixes two modes and export's guard
+    pass fails ("fake mode ... doesn't match mode ..."), VanillaRNN's `self.hidden`. As buffers they
+    join the others; a forward that reassigns one (`self.hidden = ...`) is a buffer mutation, which the
+    candidate drops like BatchNorm's running statistics. Persistent here, so export keeps them as
+    buffers rather than moving them to its constants.
+    """
+    fqns = []
+    for prefix, sub in model.named_modules():
+        for name, value in list(vars(sub).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(sub, name)
+                sub.register_buffer(name, value)
+                fqns.append(f"{prefix}.{name}" if prefix else name)
+    return fqns
+
+
 @contextlib.contextmanager
 def _quiet_torch_logs() -> Any:
     """torch.export logs guard and symbol notes at WARNING; the diagnosis line says what matters."""
@@ -131,11 +154,14 @@ def capture(module: Any) -> Captured:
 
     from workbench.lowering.rnn import whole_rnn
 
+    state_attrs: list[str] = []
+
     def build() -> tuple[torch.nn.Module, tuple]:
         try:
             model, inputs, _mode = fake_model_and_inputs(module)
         except Exception as exc:  # the spec's own code failed under fake tensors
             raise CaptureError(f"capture failed: building the model or its inputs: {_one_line(exc)}") from None
+        state_attrs[:] = state_tensors_as_buffers(model)
         return model, inputs
 
     model, inputs = build()
@@ -196,7 +222,7 @@ def capture(module: Any) -> Captured:
     out_node.args = (tuple(keep),)
     graph.eliminate_dead_code()
     return Captured(graph=graph, inputs=mapping, out_spec=ep.call_spec.out_spec, forward_args=forward_args,
-                    dynamic=dynamic, constants=dict(ep.constants))
+                    dynamic=dynamic, constants=dict(ep.constants), state_attrs=state_attrs)
 
 
 def _capture_reason(exc: BaseException) -> str:

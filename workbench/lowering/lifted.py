@@ -39,13 +39,28 @@ def _register_line(name: str, t: Any) -> str:
             f".reshape({list(t.shape)}), persistent=False)")
 
 
+def _state_lines(fqn: str) -> list[str]:
+    """A plain tensor attribute of the copied __init__ made a non-persistent buffer: it follows
+    `.to(device)` as Model's own forward makes it (`self.hidden.to(x.device)`), out of the state dict."""
+    from workbench.lowering.codegen import attr_path
+
+    parent, _, name = fqn.rpartition(".")
+    if not name.isidentifier():
+        raise Unsupported(f"unsupported: a tensor attribute named {fqn!r}")
+    owner = attr_path("self", parent) if parent else "self"
+    return [f"state = {owner}.{name}", f"del {owner}.{name}",
+            f"{owner}.register_buffer({name!r}, state, persistent=False)"]
+
+
 def with_lifted_constants(inputs: dict[str, tuple[str, Any]], constants: dict[str, Any],
-                          methods: list[str]) -> list[str]:
-    """ModelNew's methods (source texts) with the lifted constants registered at the end of `__init__`."""
+                          methods: list[str], state_attrs: list[str] = ()) -> list[str]:
+    """ModelNew's methods (source texts) with the lifted constants registered at the end of `__init__`,
+    after the tensor attributes capture traced as buffers (`state_attrs`) are made buffers."""
     names = [where for kind, where in inputs.values() if kind == "constant"]
-    if not names:
+    if not names and not state_attrs:
         return methods
-    lines = [ast.parse(_register_line(n, constants.get(n))).body[0] for n in names]
+    lines = [ast.parse(text).body[0] for fqn in state_attrs for text in _state_lines(fqn)]
+    lines += [ast.parse(_register_line(n, constants.get(n))).body[0] for n in names]
     out, done = [], False
     for text in methods:
         fn = ast.parse(text).body[0]

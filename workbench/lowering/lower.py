@@ -59,7 +59,8 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         return LoweringResult(None, str(exc).splitlines()[0], em.ops)
     try:
         init = build_init(source_text)
-        init.methods = with_lifted_constants(cap.inputs, cap.constants, init.methods)
+        init.methods = with_lifted_constants(cap.inputs, cap.constants, init.methods,
+                                             cap.state_attrs)
     except (InitError, SyntaxError, Unsupported) as exc:
         return LoweringResult(None, str(exc).splitlines()[0], em.ops)
     src = assemble(em, init, cap, Path(spec_path).name, _forward_signature(module, cap.forward_args))
