@@ -166,24 +166,27 @@ def run(args: argparse.Namespace) -> int:
             pending = {i: pool.apply_async(wk.measure, ({**job, "item": manifest[i], "cap_s": args.cap_s,
                                                          "compile": args.warm_compile, "oom_retries": 3,
                                                          "warm_only": True},)) for i in todo}
-            for i, res in pending.items():
-                left = a_end - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    warm[i] = res.get(timeout=left)
-                except Exception as exc:  # noqa: BLE001 - the worker died (killed for memory, native crash)
-                    if type(exc).__name__ == "TimeoutError":
-                        break
-                    warm[i] = {"status": "error", "correct": False, "fatal": True,
-                               "reason": f"warm-up worker died: {type(exc).__name__}: {exc}"[:300]}
-                if wk.out_of_memory(warm[i]):  # beside the other workers' problems: phase B runs it alone
-                    log.info("warm %s %s: out of memory beside the other workers, left to phase B",
-                             manifest[i]["level"], manifest[i]["problem"])
-                    warm.pop(i)
+            # collected as they finish: waiting on them in order let one problem retrying out of memory
+            # hold back every later result until phase A's deadline dropped them (run 3, level 1: 72 of 90)
+            while pending and time.monotonic() < a_end:
+                done = [i for i, res in pending.items() if res.ready()]
+                if not done:
+                    time.sleep(0.1)
                     continue
-                log.info("warm %s %s: %s %s", manifest[i]["level"], manifest[i]["problem"],
-                         warm[i].get("status"), str(warm[i].get("reason", ""))[:120])
+                for i in done:
+                    res = pending.pop(i)
+                    try:
+                        warm[i] = res.get(timeout=0)
+                    except Exception as exc:  # noqa: BLE001 - the worker died (killed for memory, native crash)
+                        warm[i] = {"status": "error", "correct": False, "fatal": True,
+                                   "reason": f"warm-up worker died: {type(exc).__name__}: {exc}"[:300]}
+                    if wk.out_of_memory(warm[i]):  # beside the other workers' problems: phase B runs it alone
+                        log.info("warm %s %s: out of memory beside the other workers, left to phase B",
+                                 manifest[i]["level"], manifest[i]["problem"])
+                        warm.pop(i)
+                        continue
+                    log.info("warm %s %s: %s %s", manifest[i]["level"], manifest[i]["problem"],
+                             warm[i].get("status"), str(warm[i].get("reason", ""))[:120])
         finally:
             pool.terminate()
             pool.join()
