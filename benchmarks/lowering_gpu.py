@@ -247,6 +247,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge(args: argparse.Namespace) -> int:
+    """One table from several `run` calls (one device call each, levels or leftovers apart): per problem the
+    row of the last part that ran it (status not `not_run`), else the first part's; summary.json over the
+    merged rows; provenance.json lists each part's provenance."""
+    parts = [Path(p) for p in args.parts.split(",")]
+    merged: dict[tuple[str, str], dict] = {}
+    for part in parts:
+        with (part / "lowering_gpu.csv").open() as f:
+            for r in csv.DictReader(f):
+                key = (r["level"], r["problem"])
+                if key not in merged or r.get("status") != "not_run":
+                    merged[key] = {**r, "part": part.name}
+    rows = [_typed(r) for r in sorted(merged.values(), key=lambda r: (int(r["level"]), _number(r["problem"])))]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "lowering_gpu.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS + ["part"], extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS + ["part"]})
+    (out / "summary.json").write_text(json.dumps(summarize(rows), indent=1))
+    prov = {"merged_from": {p.name: json.loads((p / "provenance.json").read_text()) for p in parts
+                            if (p / "provenance.json").is_file()},
+            "rule": "per problem the row of the last part that ran it, else the first part's"}
+    (out / "provenance.json").write_text(json.dumps(prov, indent=1))
+    log.info("merged %d rows from %d parts into %s", len(rows), len(parts), out)
+    return 0
+
+
+def _number(problem: str) -> int:
+    head = problem.split("_")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _typed(r: dict) -> dict:
+    """A CSV row with `level` an int and `correct` a bool again, as `run` holds them."""
+    return {**r, "level": int(r["level"]), "correct": r.get("correct") == "True"}
+
+
 def summarize(rows: list[dict]) -> dict:
     from benchmarks import lowering_gpu_worker as wk
 
@@ -260,7 +299,11 @@ def summarize(rows: list[dict]) -> dict:
         vt = [float(r.get("tuned_speedup_vs_eager") or r["speedup_vs_eager"]) for r in ok
               if r.get("speedup_vs_eager")]
         tuned = [r for r in ok if r.get("tuned_speedup_vs_eager")]
+        # the tuned draft against torch.compile, where both were timed
+        vct = [float(r["compile_us"]) / min(float(r["tuned_draft_us"] or r["draft_us"]), float(r["draft_us"]))
+               for r in ok if r.get("compile_us") and r.get("draft_us")]
         out[str(lvl)] = {"problems": len(rs), "ran": len(ran), "correct": len(ok),
+                         "timed": len(ve), "compile_timed": len(vc),
                          "correct_share_of_problems": round(len(ok) / len(rs), 4) if rs else None,
                          "geomean_vs_eager": round(wk.geomean(ve), 4) if ve else None,
                          "geomean_vs_compile": round(wk.geomean(vc), 4) if vc else None,
@@ -272,7 +315,10 @@ def summarize(rows: list[dict]) -> dict:
                          "geomean_vs_eager_tuned": round(wk.geomean(vt), 4) if vt and tuned else None,
                          "fast_1_vs_eager_tuned": round(sum(x > 1 for x in vt) / len(rs), 4) if rs and tuned
                          else None,
-                         "below_0.2x_eager_tuned": sum(x < 0.2 for x in vt) if tuned else None}
+                         "below_0.2x_eager_tuned": sum(x < 0.2 for x in vt) if tuned else None,
+                         "geomean_vs_compile_tuned": round(wk.geomean(vct), 4) if vct and tuned else None,
+                         "fast_1_vs_compile_tuned": round(sum(x > 1 for x in vct) / len(rs), 4) if rs and tuned
+                         else None}
     return out
 
 
@@ -355,9 +401,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--limit", type=int, default=0, help="the first N problems of the manifest")
     r.add_argument("--cache-dir", default=".cache/lowering_gpu_cache")
     r.add_argument("--commit", default="", help="recorded when git is not available where it runs")
+    g = sub.add_parser("merge", help="one table from several run calls' folders")
+    g.add_argument("--parts", required=True, help="comma-separated run output folders, earliest first")
+    g.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
-    return stage(args) if args.cmd == "stage" else run(args)
+    return {"stage": stage, "run": run, "merge": merge}[args.cmd](args)
 
 
 if __name__ == "__main__":

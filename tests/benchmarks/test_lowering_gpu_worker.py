@@ -1,5 +1,6 @@
 """benchmarks/lowering_gpu_worker.py: a warm-up that runs out of GPU memory beside the other workers is
-tried again (holding the retry lock), and out of memory never counts as a context-breaking error."""
+tried again (holding the retry lock), and out of memory never counts as a context-breaking error; and
+`lowering_gpu.py merge`, one table from several device calls."""
 from __future__ import annotations
 
 import threading
@@ -49,3 +50,34 @@ def test_retries_stop_at_the_limit_and_never_in_the_timed_phase(monkeypatch) -> 
     assert wk.out_of_memory(wk.measure({"warm_only": True, "oom_retries": 2})) and len(calls) == 3
     calls.clear()
     assert wk.out_of_memory(wk.measure({"warm_only": False, "oom_retries": 2})) and len(calls) == 1
+
+
+def test_merge_keeps_the_last_part_that_ran_each_problem(tmp_path) -> None:
+    import csv
+    import json
+
+    from benchmarks import lowering_gpu as lg
+
+    def part(name: str, rows: list[dict]) -> str:
+        d = tmp_path / name
+        d.mkdir()
+        with (d / "lowering_gpu.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=lg.FIELDS)
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: r.get(k, "") for k in lg.FIELDS})
+        (d / "provenance.json").write_text(json.dumps({"commit": name}))
+        return str(d)
+
+    timed = {"status": "passed", "correct": True, "eager_us": "10", "draft_us": "20", "speedup_vs_eager": "0.5",
+             "tuned_draft_us": "5", "tuned_speedup_vs_eager": "2", "compile_us": "8"}
+    a = part("a", [{"level": 1, "problem": "2_B", **timed}, {"level": 1, "problem": "10_C", "status": "not_run"},
+                   {"level": 2, "problem": "1_D", "status": "incorrect", "correct": False}])
+    b = part("b", [{"level": 1, "problem": "10_C", **timed}, {"level": 1, "problem": "2_B", "status": "not_run"}])
+    assert lg.main(["merge", "--parts", f"{a},{b}", "--out", str(tmp_path / "m")]) == 0
+    rows = list(csv.DictReader((tmp_path / "m" / "lowering_gpu.csv").open()))
+    assert [(r["problem"], r["part"]) for r in rows] == [("2_B", "a"), ("10_C", "b"), ("1_D", "a")]
+    s = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert s["1"]["correct"] == 2 and s["1"]["geomean_vs_eager_tuned"] == 2.0
+    assert s["1"]["fast_1_vs_compile_tuned"] == 1.0 and s["2"]["correct"] == 0
+    assert set(json.loads((tmp_path / "m" / "provenance.json").read_text())["merged_from"]) == {"a", "b"}
