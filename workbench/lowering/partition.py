@@ -14,6 +14,7 @@ from typing import Any
 
 import torch.fx as fx
 
+from workbench.lowering import softmax_match
 from workbench.lowering.graph import is_tensor_node, packet, shape_key, val
 from workbench.lowering.pointwise import is_pointwise
 
@@ -43,7 +44,7 @@ class Group:
     anchor: fx.Node | None = None
     nodes: list[fx.Node] = field(default_factory=list)   # pointwise members, in graph order
     closed: bool = False
-    pattern: Any = None   # a whole chain with a template of its own (softmax.SoftmaxMatch), nodes its members
+    pattern: Any = None   # a whole chain with a template of its own (softmax_match.SoftmaxMatch), nodes its members
     prologue: list[fx.Node] = field(default_factory=list)   # unary pointwise chain into a reduction's load
 
     @property
@@ -108,10 +109,8 @@ def _resolved(gids: frozenset[int], alias: dict[int, int]) -> frozenset[int]:
 
 def _pattern_groups(graph: fx.Graph, groups: list[Group]) -> dict[fx.Node, Group]:
     """node -> its group for the chains that one template computes whole (softmax, log-softmax)."""
-    from workbench.lowering import softmax
-
     out: dict[fx.Node, Group] = {}
-    for m in softmax.find_all(graph):
+    for m in softmax_match.find_all(graph):
         members = m.internal + [m.out]
         if any(n in out for n in members):
             continue
