@@ -112,7 +112,7 @@ def _lower_bounded(path: Path, timeout_s: float, overrides: dict | None = None):
 FIELDS = ["level", "problem", "status", "correct", "max_abs_err", "eager_us", "compile_us", "draft_us",
           "tuned_draft_us", "speedup_vs_eager", "speedup_vs_compile", "tuned_speedup_vs_eager", "tuned_config",
           "tune_tried", "tune_ok", "n_kernels", "first_call_s",
-          "inductor_compile_s", "tf32", "wall_s", "reason"]
+          "inductor_compile_s", "tf32", "wall_s", "eager_fp64_err", "draft_fp64_err", "reason"]
 
 
 def _pool(n: int, device: str):  # noqa: ANN202 - a multiprocessing Pool
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             if left < 3.0:
                 if w:  # checked in the warm-up phase, not timed
                     rows[i].update({k: w[k] for k in ("status", "correct", "max_abs_err", "n_kernels", "first_call_s",
-                                                      "tf32") if k in w})
+                                                      "tf32", "eager_fp64_err", "draft_fp64_err") if k in w})
                     rows[i]["reason"] = ("not timed (budget); correctness from the warm-up phase. "
                                          + str(w.get("reason", "")))[:300]
                 else:
@@ -338,12 +338,16 @@ def provenance(args: argparse.Namespace) -> dict:
                             "(workbench/lowering/tune.py), each checked against eager, then timed; the fastest "
                             "correct one, the untuned draft included" if args.tune else
                             "not measured: no offline-tuner budget in this call (--tune 0)")}
+    # --commit first: a device copy of a working tree has its own git history, whose HEAD is not the code
+    # that ran (run 3's files read the copy's base commit)
     try:
-        p["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                     cwd=Path(__file__).resolve().parents[1]).stdout.strip() or args.commit
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[1]).stdout.strip()
     except OSError:
-        p["commit"] = args.commit
-    p["commit"] = p["commit"] or args.commit
+        head = ""
+    p["commit"] = args.commit or head
+    if args.commit and head and not head.startswith(args.commit):
+        p["git_head_where_it_ran"] = head
     if args.device == "cuda" and torch.cuda.is_available():
         p["gpu"] = torch.cuda.get_device_name(0)
         try:

@@ -81,3 +81,36 @@ def test_merge_keeps_the_last_part_that_ran_each_problem(tmp_path) -> None:
     assert s["1"]["correct"] == 2 and s["1"]["geomean_vs_eager_tuned"] == 2.0
     assert s["1"]["fast_1_vs_compile_tuned"] == 1.0 and s["2"]["correct"] == 0
     assert set(json.loads((tmp_path / "m" / "provenance.json").read_text())["merged_from"]) == {"a", "b"}
+
+
+class _Cancels:
+    """sum(x) - sum(reversed x), scaled: 0 in exact arithmetic, order noise times 1e6 in fp32."""
+
+    def __call__(self, x):  # noqa: ANN001, ANN204 - a tensor
+        import torch
+
+        return ((x.sum() - torch.flip(x, [0]).cumsum(0)[-1]) * 1e6).reshape(1)
+
+    def double(self):  # noqa: ANN201 - the fp64 copy conditioning() makes
+        return self
+
+
+def test_an_ill_conditioned_reference_is_told_apart_from_a_wrong_draft() -> None:
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(100_000)
+    bad = _Cancels()
+    want = [bad(x)]
+    assert abs(float(want[0])) > 1e-2  # fp32 order noise, blown up
+    row = wk.conditioning(bad, [x], want, [want[0] + 1.0])
+    assert row["ill_conditioned"] is True and float(row["eager_fp64_err"]) > 1e-2
+
+    lin = torch.nn.Linear(64, 8)
+    xs = torch.randn(5, 64)
+    with torch.no_grad():
+        good = [lin(xs)]
+        row = wk.conditioning(lin, [xs], good, [good[0] + 0.5])
+    assert row["ill_conditioned"] is False
+    assert float(row["eager_fp64_err"]) < 1e-5 and abs(float(row["draft_fp64_err"]) - 0.5) < 1e-3
+    assert wk.conditioning(lin, [xs.long()], [torch.ones(2, dtype=torch.long)], [torch.zeros(2)]) == {}
