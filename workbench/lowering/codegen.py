@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import operator
+import re
 from typing import Any
 
 import torch
@@ -21,6 +22,9 @@ from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet
 from workbench.lowering.partition import Group, outside_users, partition
 
 log = logging.getLogger(__name__)
+
+# a kernel's docstring: the first string after its `def ...:` line
+_DOCSTRING = re.compile(r'(?<=\):\n)[ \t]+""".*?"""\n', re.DOTALL)
 
 RUNTIME_HELPERS = '''def _bshape(*shapes):
     """Broadcast shape of several shapes (torch's rules), in plain Python."""
@@ -105,7 +109,7 @@ class Emitter:
         self.forward_args = forward_args
         self.precision = precision
         self.lines: list[str] = []
-        self.kernels: dict[str, str] = {}      # kernel body text (with placeholder name) -> name
+        self.kernels: dict[str, str] = {}      # kernel text (placeholder name, no docstring) -> name
         self.kernel_src: list[str] = []
         self.helpers: set[str] = set()
         self.names: dict[fx.Node, str] = {}
@@ -141,11 +145,14 @@ class Emitter:
     # -- kernels -------------------------------------------------------------------------------
     def add_kernel(self, prefix: str, make) -> tuple[str, list[str]]:
         src, launch, helpers = make("__KNAME__")
-        if src in self.kernels:
-            name = self.kernels[src]
+        # the key leaves out the docstring, which names the group's nodes: DenseNet201's 416 kernels were
+        # 14 texts, and each copy was one more compile on the GPU (its first call ran past 45 s)
+        key = _DOCSTRING.sub("", src, count=1)
+        if key in self.kernels:
+            name = self.kernels[key]
         else:
             name = f"{prefix}_kernel_{len(self.kernels)}"  # never an FX node name (those are op names)
-            self.kernels[src] = name
+            self.kernels[key] = name
             self.kernel_src.append(src.replace("__KNAME__", name))
         self.helpers |= helpers
         return name, [ln.replace("__KNAME__", name) for ln in launch]
