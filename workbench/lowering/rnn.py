@@ -1,13 +1,15 @@
-"""LSTM and GRU (aten.lstm.input, aten.gru.input) as two kernels per layer and direction.
+"""LSTM and GRU (aten.lstm.input, aten.gru.input) as a GEMM and a recurrence per layer and direction.
 
 Decomposed, an LSTM of 6 layers over 512 steps is 3072 unrolled cells: about 46k graph nodes whose capture
 and lowering ran past 150 s on the 2-core CPU (and past 15 min bidirectional), and a draft of thousands of
 launches. Kept whole (capture leaves these two ops out of the decompositions), each layer and direction is:
 1. `proj`: the input projection of every step at once, pre[b*T + t, :] = x[b, t] @ W_ih^T + b_ih: one GEMM.
-2. `recur`: one program per block of RNN_BLOCK_B batch rows walks the T steps itself (no launch per step):
-   gates = pre[b, t] + h @ W_hh^T + b_hh, then the cell (torch's gate order: LSTM i f g o, GRU r z n with
-   n = tanh(pre_n + r * (h W_hn + b_hn))). h lives in a [2, B, H] scratch (read one half, write the other,
-   a barrier between steps: the block's own global writes are visible to it after __syncthreads); c in c_n.
+2. the recurrence: gates = pre[b, t] + h @ W_hh^T + b_hh, then the cell (torch's gate order: LSTM i f g o,
+   GRU r z n with n = tanh(pre_n + r * (h W_hn + b_hn))). h lives in a [2, B, H] scratch (read one half,
+   write the other); c in c_n. By default (`RNN_PERSISTENT = 0`) `step` is one launch per step over
+   (batch blocks x hidden blocks) programs; with 1, `recur` is one program per block of RNN_BLOCK_B batch
+   rows that walks the T steps itself, a barrier between steps (the block's own global writes are visible
+   to it after __syncthreads): fewer launches, but KernelBench's batch of 10 is then one program on one SM.
 Capture routes nn.LSTM/nn.GRU to the custom ops `wb_lowering::lstm` / `wb_lowering::gru` (`whole_rnn()`,
 around the export): their fake implementation gives the output shapes at once, where fake-tensor
 propagation of aten.lstm itself runs the decomposition, cell by cell (36_LSTMHn at published sizes: minutes).
@@ -27,10 +29,13 @@ from workbench.lowering.graph import op_name, packet, val
 from workbench.lowering.primitives import Primitive, register, register_helper, register_tunables
 
 TUNABLES = ("RNN_BLOCK_B", "RNN_BLOCK_H", "RNN_BLOCK_K", "PROJ_BLOCK_M", "PROJ_BLOCK_N", "PROJ_BLOCK_K",
-            "RNN_NUM_WARPS")
+            "RNN_NUM_WARPS", "RNN_PERSISTENT")
+# RNN_PERSISTENT 0: one launch per step over (batch blocks x hidden blocks) programs; 1: one program per
+# batch block walks every step. KernelBench's batch of 10 is one program on one SM: the persistent form ran
+# the H200's 36_LSTMHn at 0.04x of cuDNN (874 ms against 35 ms), so per-step launches are the default.
 DEFAULTS = {"RNN_BLOCK_B": ([16, 32], 16), "RNN_BLOCK_H": ([16, 32, 64], 32), "RNN_BLOCK_K": ([16, 32, 64], 32),
             "PROJ_BLOCK_M": ([32, 64, 128], 64), "PROJ_BLOCK_N": ([32, 64, 128], 64),
-            "PROJ_BLOCK_K": ([16, 32, 64], 32), "RNN_NUM_WARPS": ([2, 4, 8], 4)}
+            "PROJ_BLOCK_K": ([16, 32, 64], 32), "RNN_NUM_WARPS": ([2, 4, 8], 4), "RNN_PERSISTENT": ([0, 1], 0)}
 
 _TANH = '''@triton.jit
 def _rnn_tanh(x):
@@ -130,7 +135,66 @@ def {name}(pre_ptr, h0_ptr, c0_ptr, w_ptr, bh_ptr, hs_ptr, out_ptr, hn_ptr, cn_p
                 tl.store(hn_ptr + b[:, None] * hn_sb + j[None, :] * hn_sh, h, mask=m2)
         tl.debug_barrier()
 '''
-    return proj + "\n\n" + recur
+    if gru:
+        step_cell = '''    if FIRST:
+        hp = tl.load(h0_ptr + b[:, None] * h0_sb + j[None, :] * h0_sh, mask=m2, other=0.0)
+    else:
+        hp = tl.load(hs_ptr + cur * B * H + b[:, None] * H + j[None, :], mask=m2, other=0.0)
+    r = tl.sigmoid(p0 + acc0)
+    z = tl.sigmoid(p1 + acc1)
+    nn_ = _rnn_tanh(p2 + r * acc2)
+    h = (1.0 - z) * nn_ + z * hp'''
+    else:
+        step_cell = '''    if FIRST:
+        c = tl.load(c0_ptr + b[:, None] * c0_sb + j[None, :] * c0_sh, mask=m2, other=0.0)
+    else:
+        c = tl.load(cn_ptr + b[:, None] * c_sb + j[None, :] * c_sh, mask=m2, other=0.0)
+    c = tl.sigmoid(p1 + acc1) * c + tl.sigmoid(p0 + acc0) * _rnn_tanh(p2 + acc2)
+    tl.store(cn_ptr + b[:, None] * c_sb + j[None, :] * c_sh, c, mask=m2)
+    h = tl.sigmoid(p3 + acc3) * _rnn_tanh(c)'''
+    # the persistent kernel's step body, 8 columns left: no loop over steps or hidden blocks around it
+    step_acc, step_dots, step_bias, step_pre = (
+        "\n".join(ln[8:] for ln in part.splitlines()) for part in (acc_init, dots, bias, pre))
+    step = f'''@triton.jit
+def {name}_step(pre_ptr, h0_ptr, c0_ptr, w_ptr, bh_ptr, hs_ptr, out_ptr, hn_ptr, cn_ptr, B, T, H, s,
+                h0_sb, h0_sh, c0_sb, c0_sh, w_sn, w_sk, out_sb, out_st, hn_sb, hn_sh, c_sb, c_sh,
+                REVERSE: tl.constexpr, HAS_BIAS: tl.constexpr, FIRST: tl.constexpr, RNN_BLOCK_B: tl.constexpr,
+                RNN_BLOCK_H: tl.constexpr, RNN_BLOCK_K: tl.constexpr):
+    """{'GRU' if gru else 'LSTM'} step s ({gates}) for RNN_BLOCK_B batch rows x RNN_BLOCK_H hidden units: h of
+    step s - 1 from the scratch half s % 2 (h0 and c0 themselves at the first step), h into the other half."""
+    b = tl.program_id(0) * RNN_BLOCK_B + tl.arange(0, RNN_BLOCK_B)
+    bm = b < B
+    j = tl.program_id(1) * RNN_BLOCK_H + tl.arange(0, RNN_BLOCK_H)
+    jm = j < H
+    m2 = bm[:, None] & jm[None, :]
+    if REVERSE:
+        t = T - 1 - s
+    else:
+        t = s
+    cur = s % 2
+    prow = (b.to(tl.int64) * T + t) * {g} * H
+{step_acc}
+    for k0 in range(0, H, RNN_BLOCK_K):
+        k = k0 + tl.arange(0, RNN_BLOCK_K)
+        km = k < H
+        wm = km[:, None] & jm[None, :]
+        if FIRST:
+            hk = tl.load(h0_ptr + b[:, None] * h0_sb + k[None, :] * h0_sh, mask=bm[:, None] & km[None, :],
+                         other=0.0)
+        else:
+            hk = tl.load(hs_ptr + cur * B * H + b[:, None] * H + k[None, :], mask=bm[:, None] & km[None, :],
+                         other=0.0)
+{step_dots}
+    if HAS_BIAS:
+{step_bias}
+{step_pre}
+{step_cell}
+    tl.store(hs_ptr + (1 - cur) * B * H + b[:, None] * H + j[None, :], h, mask=m2)
+    tl.store(out_ptr + b[:, None] * out_sb + t * out_st + j[None, :], h, mask=m2)
+    if s == T - 1:
+        tl.store(hn_ptr + b[:, None] * hn_sb + j[None, :] * hn_sh, h, mask=m2)
+'''
+    return proj + "\n\n" + recur + "\n\n" + step
 
 
 def rnn_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -170,10 +234,17 @@ def rnn_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tup
          "num_warps=RNN_NUM_WARPS)",
          "        _od = _out[:, :, _d * _H:]",
          "        _hk, _ck, _hnk, _cnk = _h0[_k], _c0[_k], _hn[_k], _cn[_k]",
-         f"        if _B and _T: {name}[(triton.cdiv(_B, RNN_BLOCK_B),)](_pre, _hk, _ck, _w[1], _bh, _hs, _od, _hnk, "
-         "_cnk, _B, _T, _H, *_hk.stride(), *_ck.stride(), *_w[1].stride(), _od.stride(0), _od.stride(1), "
-         f"*_hnk.stride(), *_cnk.stride(), REVERSE=_d == 1, HAS_BIAS={per == 4}, RNN_BLOCK_B=RNN_BLOCK_B, "
-         "RNN_BLOCK_H=RNN_BLOCK_H, RNN_BLOCK_K=RNN_BLOCK_K, num_warps=RNN_NUM_WARPS)",
+         f"        if _B and _T and RNN_PERSISTENT: {name}[(triton.cdiv(_B, RNN_BLOCK_B),)](_pre, _hk, _ck, _w[1], "
+         "_bh, _hs, _od, _hnk, _cnk, _B, _T, _H, *_hk.stride(), *_ck.stride(), *_w[1].stride(), _od.stride(0), "
+         f"_od.stride(1), *_hnk.stride(), *_cnk.stride(), REVERSE=_d == 1, HAS_BIAS={per == 4}, "
+         "RNN_BLOCK_B=RNN_BLOCK_B, RNN_BLOCK_H=RNN_BLOCK_H, RNN_BLOCK_K=RNN_BLOCK_K, num_warps=RNN_NUM_WARPS)",
+         "        elif _B:",
+         "            for _s in range(_T):",
+         f"                {name}_step[(triton.cdiv(_B, RNN_BLOCK_B), triton.cdiv(_H, RNN_BLOCK_H))](_pre, _hk, _ck, "
+         "_w[1], _bh, _hs, _od, _hnk, _cnk, _B, _T, _H, _s, *_hk.stride(), *_ck.stride(), *_w[1].stride(), "
+         f"_od.stride(0), _od.stride(1), *_hnk.stride(), *_cnk.stride(), REVERSE=_d == 1, HAS_BIAS={per == 4}, "
+         "FIRST=_s == 0, RNN_BLOCK_B=RNN_BLOCK_B, RNN_BLOCK_H=RNN_BLOCK_H, RNN_BLOCK_K=RNN_BLOCK_K, "
+         "num_warps=RNN_NUM_WARPS)",
          "    _inp = _out",
          f"{outs[0]} = _inp if {batch_first} else _inp.transpose(0, 1)",
          f"{outs[1]} = _hn"]
