@@ -157,9 +157,23 @@ CONVS_TAP = {
 }
 
 
+# one input channel a group: the depthwise form (no tl.dot), multipliers 1 and 2, with an epilogue
+CONVS_DW = {
+    "dw1d": ("nn.Conv1d(5, 10, 3, stride=2, padding=1, groups=5)", "2, 5, 13"),
+    "dw2d": ("nn.Conv2d(6, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=6)", "2, 6, 9, 11"),
+    "dw2d_nobias": ("nn.Conv2d(3, 3, 3, padding=1, groups=3, bias=False)", "1, 3, 7, 5"),
+    "dw3d": ("nn.Conv3d(4, 8, 2, stride=(1, 2, 1), groups=4)", "1, 4, 3, 5, 4"),
+}
+
+
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("cases", ["flat", "tap"])
+@pytest.mark.parametrize("cases", ["flat", "tap", "depthwise"])
 def test_convolution(tmp_path: Path, dt: str, cases: str) -> None:
+    if cases == "depthwise":
+        _family(tmp_path, "conv_dw", dt, {k: ("x", "torch.tanh(self.m(x)) * 2", R.format(shp))
+                                          for k, (_, shp) in CONVS_DW.items()},
+                init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in CONVS_DW.items()})
+        return
     convs = CONVS if cases == "flat" else CONVS_TAP
     _family(tmp_path, f"conv_{cases}", dt, {k: ("x", "self.m(x)", R.format(shp)) for k, (_, shp) in convs.items()},
             init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in convs.items()})
@@ -171,17 +185,21 @@ def test_convolution_loops(tmp_path: Path) -> None:
     spec = tmp_path / "convs.py"
     init = [f"self.m{k} = {mod}" for k, (mod, _) in enumerate(CONVS_TAP.values())]
     n = len(init)
-    init += [f"self.m{n} = {CONVS['conv2d_groups'][0]}", f"self.m{n + 1} = {CONVS['conv_transpose2d'][0]}"]
-    shapes = [shp for _, shp in CONVS_TAP.values()] + [CONVS["conv2d_groups"][1], CONVS["conv_transpose2d"][1]]
+    init += [f"self.m{n} = {CONVS['conv2d_groups'][0]}", f"self.m{n + 1} = {CONVS['conv_transpose2d'][0]}",
+             f"self.m{n + 2} = {CONVS_DW['dw2d'][0]}"]
+    shapes = [shp for _, shp in CONVS_TAP.values()] + [CONVS["conv2d_groups"][1], CONVS["conv_transpose2d"][1],
+                                                       CONVS_DW["dw2d"][1]]
     args = ", ".join(f"x{k}" for k in range(len(shapes)))
     expr = ", ".join(f"self.m{k}(x{k})" for k in range(len(shapes)))
     spec.write_text(SPEC.format(dt="float32", args=args, expr=expr, inputs=", ".join(R.format(s) for s in shapes),
                                 init="\n".join("        " + i for i in init)))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
-    loops = re.findall(r"((?:tap-major|flat \(ci, k\))(?:, \d+ stride classes)?) reduction", res.source)
+    loops = re.findall(r"((?:tap-major|depthwise|flat \(ci, k\))(?:, \d+ stride classes)?) reduction",
+                       res.source)
     assert loops == ["tap-major", "tap-major", "tap-major, 4 stride classes", "tap-major, 6 stride classes",
-                     "tap-major, 3 stride classes", "tap-major", "flat (ci, k)", "flat (ci, k), 4 stride classes"]
+                     "tap-major, 3 stride classes", "tap-major", "flat (ci, k)", "flat (ci, k), 4 stride classes",
+                     "depthwise"]
 
 
 POOLS = {

@@ -117,6 +117,26 @@ def _flat_loop(S: int, transposed: bool, stride: list[int], padding: list[int], 
     return L + ["    " + ln for ln in inner]
 
 
+def _depthwise_loop(S: int, stride: list[int], padding: list[int], dilation: list[int]) -> list[str]:
+    """Depthwise (one input channel a group): no reduction over channels, so no tl.dot. Each tap adds
+    x[n, g, i...] * w[c, 0, k...] to a [CONV_BLOCK_CO, CONV_BLOCK_P] tile, positions last: in NCHW a warp's
+    lanes then read neighbouring positions of one plane, with no channels-last copy."""
+    sp = range(S)
+    L = ["NT = " + " * ".join(f"K{d}" for d in sp), "for t in range(0, NT):"]
+    inner: list[str] = []
+    _decompose("t", [f"k{d}" for d in sp], [f"K{d}" for d in sp], inner)
+    inner += ["rowok = pmask", "xrow = pn * sx0"]
+    for d in sp:
+        inner += _in_pos(d, False, False, stride, padding, dilation, f"o{d}", "", f"k{d}", "rowok")
+        inner.append(f"xrow += i{d} * sx{2 + d}")
+    wk = " + ".join(f"k{d} * sw{2 + d}" for d in sp)
+    inner += ["xt = tl.load(x_ptr + g[:, None] * sx1 + xrow[None, :], mask=cmask[:, None] & rowok[None, :], "
+              "other=0.0).to(tl.float32)",
+              f"wt = tl.load(w_ptr + cog * sw0 + {wk}, mask=cmask, other=0.0).to(tl.float32)",
+              "acc += wt[:, None] * xt"]
+    return L + ["    " + ln for ln in inner]
+
+
 def _dot(prec: str, bf16: bool) -> list[str]:
     out = []
     if bf16:
@@ -165,6 +185,7 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     dilation, output_padding = _per_dim(dilation, S), _per_dim(output_padding, S)
     G = int(groups)
     cin_g = int(val(w).shape[0]) // G if transposed else int(val(w).shape[1])
+    dw = not transposed and cin_g == 1 and G > 1
     tap = cin_g >= TAP_MIN_CHANNELS
     classes = bool(transposed) and any(s > 1 for s in stride)
     ncls = 1
@@ -173,8 +194,10 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     sp = list(range(S))
     o = [f"o{d}" for d in sp]
     res = pw.Val("acc", torch.float32)
-    idx = ["pn[:, None]", "cog[None, :]"] + [f"o{d}[:, None]" for d in sp]
-    body = build_body(group, [], idx, "omask", "(pn[:, None] * 0 + cog[None, :] * 0)", {anchor: res})
+    # the tile is [positions, channels], or [channels, positions] for a depthwise convolution
+    P_, C_ = ("[None, :]", "[:, None]") if dw else ("[:, None]", "[None, :]")
+    idx = [f"pn{P_}", f"cog{C_}"] + [f"o{d}{P_}" for d in sp]
+    body = build_body(group, [], idx, "omask", f"(pn{P_} * 0 + cog{C_} * 0)", {anchor: res})
     body.outputs = ([anchor] if anchor in mat else []) + [n for n in mat if n is not anchor]
     body.values[anchor] = res  # type: ignore[attr-defined]
     from workbench.lowering.templates import dot_precision
@@ -185,7 +208,13 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
                     "if IDX64:", "    rp = pid_p.to(tl.int64) * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)",
                     "else:", "    rp = pid_p * CONV_BLOCK_P + tl.arange(0, CONV_BLOCK_P)", "pmask = rp < P",
                     "co = pid_c * CONV_BLOCK_CO + tl.arange(0, CONV_BLOCK_CO)", "cmask = co < COUT_G"]
-    if classes:
+    if dw:
+        # program axis 1 walks all output channels; g: each channel's group, which is its input channel
+        L[-2:] = ["cog = pid_c * CONV_BLOCK_CO + tl.arange(0, CONV_BLOCK_CO)", "cmask = cog < COUT",
+                  "g = cog // COUT_G", "sp = rp % PSP", "pn = rp // PSP"]
+        _decompose("sp", o, [f"O{d}" for d in sp], L)
+        L.append("osp = sp")
+    elif classes:
         # program axis 2 is (group, stride-residue class): rows of one class are o = r + stride * j
         L += [f"g = pid_g // {ncls}", f"cls = pid_g % {ncls}"]
         _decompose("cls", [f"cr{d}" for d in sp], [str(s) for s in stride], L)
@@ -199,15 +228,20 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
         L += ["g = pid_g", "cog = g * COUT_G + co", "sp = rp % PSP", "pn = rp // PSP"]
         _decompose("sp", o, [f"O{d}" for d in sp], L)
         L.append("osp = sp")
-    L.append("acc = tl.zeros([CONV_BLOCK_P, CONV_BLOCK_CO], tl.float32)")
-    L += (_tap_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16) if tap else
-          _flat_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16))
+    if dw:
+        prec, tap = "", False  # no tl.dot: elementwise fp32 products, exact as eager's
+        L.append("acc = tl.zeros([CONV_BLOCK_CO, CONV_BLOCK_P], tl.float32)")
+        L += _depthwise_loop(S, stride, padding, dilation)
+    else:
+        L.append("acc = tl.zeros([CONV_BLOCK_P, CONV_BLOCK_CO], tl.float32)")
+        L += (_tap_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16) if tap else
+              _flat_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16))
     has_bias = isinstance(b, fx.Node)
     if has_bias:
-        L.append("acc += tl.load(b_ptr + cog, mask=cmask, other=0.0).to(tl.float32)[None, :]")
-    L.append("omask = pmask[:, None] & cmask[None, :]")
+        L.append(f"acc += tl.load(b_ptr + cog, mask=cmask, other=0.0).to(tl.float32){C_}")
+    L.append(f"omask = pmask{P_} & cmask{C_}")
     L += body.lines
-    L += store_lines(body, "pn[:, None] * (COUT * OSP) + cog[None, :] * OSP + osp[:, None]", "omask")
+    L += store_lines(body, f"pn{P_} * (COUT * OSP) + cog{C_} * OSP + osp{P_}", "omask")
     params = (["x_ptr", "w_ptr"] + (["b_ptr"] if has_bias else []) +
               [f"out{j}_ptr" for j in range(len(body.outputs))] + [f"in{q}_ptr" for q in range(len(body.inputs))] +
               [f"sc{q}" for q in range(len(body.scalars))] +
@@ -218,20 +252,22 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
               ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr",
                "IDX64: tl.constexpr"] + (["CH_EVEN: tl.constexpr"] if tap else []) +
               (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
-              (["DOT_F32: tl.constexpr"] if bf16 else []))
+              (["DOT_F32: tl.constexpr"] if bf16 and not dw else []))
     kind = "transposed " if transposed else ""
-    loop = ("tap-major" if tap else "flat (ci, k)") + (f", {ncls} stride classes" if classes else "")
+    loop = ("depthwise" if dw else "tap-major" if tap else "flat (ci, k)") + \
+        (f", {ncls} stride classes" if classes else "")
     doc = (f'    """{kind}conv{S}d, stride {stride}, padding {padding}, dilation {dilation}, groups {groups}; '
            f'{loop} reduction; epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
     launch = _launch(name, body, names, x, w, b if has_bias else None, transposed, G, stride, padding,
-                     dilation, output_padding, classes, ncls, tap, prec, bf16)
+                     dilation, output_padding, classes, ncls, tap, prec, bf16 and not dw, dw)
     return src, launch, body.helpers
 
 
 def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, b: fx.Node | None,  # noqa: ANN001
             transposed: bool, G: int, stride: list[int], padding: list[int], dilation: list[int],
-            output_padding: list[int], classes: bool, ncls: int, tap: bool, prec: str, bf16: bool) -> list[str]:
+            output_padding: list[int], classes: bool, ncls: int, tap: bool, prec: str, bf16: bool,
+            dw: bool = False) -> list[str]:
     xv, wv = names[x], names[w]
     launch = [f"_N, _CIN = {xv}.shape[0], {xv}.shape[1]", f"_I = {xv}.shape[2:]", f"_K = {wv}.shape[2:]"]
     if transposed:
@@ -269,8 +305,8 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
         [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT",
                                             "*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     big = ", ".join([xv, wv] + outs + exp)
-    launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), "
-                  f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G * ncls})]("
+    grid = ("triton.cdiv(_COUT, CONV_BLOCK_CO), 1" if dw else f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G * ncls}")
+    launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), {grid})]("
                   f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
                   f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps=CONV_NUM_WARPS"
                   f"{', CH_EVEN=_CIN_G % _BR == 0' if tap else ''}"
