@@ -34,9 +34,12 @@ from workbench.lowering.graph import dtype, op_name, val
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_tunables
 
-TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS")
+TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "DW_BLOCK_C", "DW_BLOCK_P")
+# DW_*: the depthwise form's [channels, positions] tile. On the H200 (level 1 82-85, fp32, 4 warps) 4 x 256
+# ran at 1.08-2.24x of cuDNN, the implicit GEMM's 32 x 64 at 0.20-0.52x (experiments/depthwise_tiles)
 DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 64), "CONV_BLOCK_CO": ([16, 32, 64, 128], 32),
-            "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4)}
+            "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4),
+            "DW_BLOCK_C": ([1, 2, 4, 8], 4), "DW_BLOCK_P": ([256, 512, 1024], 256)}
 register_tunables(DEFAULTS)
 TAP_MIN_CHANNELS = 16  # tl.dot's smallest K: fewer channels per group take the flat loop
 
@@ -305,9 +308,10 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
         [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT",
                                             "*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     big = ", ".join([xv, wv] + outs + exp)
-    grid = ("triton.cdiv(_COUT, CONV_BLOCK_CO), 1" if dw else f"triton.cdiv(_COUT_G, CONV_BLOCK_CO), {G * ncls}")
-    launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, CONV_BLOCK_P), {grid})]("
-                  f"{', '.join(args)}, CONV_BLOCK_P=CONV_BLOCK_P, CONV_BLOCK_CO=CONV_BLOCK_CO, "
+    bp, bc = ("DW_BLOCK_P", "DW_BLOCK_C") if dw else ("CONV_BLOCK_P", "CONV_BLOCK_CO")
+    grid = f"triton.cdiv(_COUT, {bc}), 1" if dw else f"triton.cdiv(_COUT_G, {bc}), {G * ncls}"
+    launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, {bp}), {grid})]("
+                  f"{', '.join(args)}, CONV_BLOCK_P={bp}, CONV_BLOCK_CO={bc}, "
                   f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps=CONV_NUM_WARPS"
                   f"{', CH_EVEN=_CIN_G % _BR == 0' if tap else ''}"
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"

@@ -37,9 +37,11 @@ SPACE: dict[str, tuple[tuple[str, ...], list[tuple[Any, ...]]]] = {
                   [(2048, 8), (4096, 8), (1024, 8), (512, 4), (2048, 4), (4096, 4), (256, 2), (1024, 2)]),
     "scan": (("SCAN_BLOCK_M", "SCAN_BLOCK_N"), [(1, 1024), (2, 512), (8, 128), (1, 512), (4, 512), (2, 1024)]),
     "pool": (("POOL_BLOCK",), [(512,), (1024,), (128,)]),
+    # the depthwise convolution's tile, next best on the H200 after the default 4 x 256 (experiments/depthwise_tiles)
+    "depthwise": (("DW_BLOCK_C", "DW_BLOCK_P"), [(2, 512), (1, 1024), (4, 512), (8, 256)]),
 }
 # the order families are merged in: a later family's value of a shared name (NUM_WARPS, MM_PRECISION) wins
-ORDER = ("pointwise", "pool", "scan", "reduction", "conv", "matmul")
+ORDER = ("pointwise", "pool", "scan", "reduction", "conv", "depthwise", "matmul")
 # names more than one family's kernels read: they do not make a family apply to a draft
 SHARED = {"NUM_WARPS", "MM_PRECISION"}
 
