@@ -300,7 +300,7 @@ def summarize(rows: list[dict]) -> dict:
               if r.get("speedup_vs_eager")]
         tuned = [r for r in ok if r.get("tuned_speedup_vs_eager")]
         # the tuned draft against torch.compile, where both were timed
-        vct = [float(r["compile_us"]) / min(float(r["tuned_draft_us"] or r["draft_us"]), float(r["draft_us"]))
+        vct = [float(r["compile_us"]) / min(float(r.get("tuned_draft_us") or r["draft_us"]), float(r["draft_us"]))
                for r in ok if r.get("compile_us") and r.get("draft_us")]
         out[str(lvl)] = {"problems": len(rs), "ran": len(ran), "correct": len(ok),
                          "timed": len(ve), "compile_timed": len(vc),

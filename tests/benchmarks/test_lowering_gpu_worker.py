@@ -114,3 +114,16 @@ def test_an_ill_conditioned_reference_is_told_apart_from_a_wrong_draft() -> None
     assert row["ill_conditioned"] is False
     assert float(row["eager_fp64_err"]) < 1e-5 and abs(float(row["draft_fp64_err"]) - 0.5) < 1e-3
     assert wk.conditioning(lin, [xs.long()], [torch.ones(2, dtype=torch.long)], [torch.zeros(2)]) == {}
+
+
+def test_summary_of_a_call_without_the_tuner() -> None:
+    """--tune 0 rows carry no tuned_draft_us at all (the H200's level-3 call of run 4 lost its summary to a
+    KeyError there)."""
+    from benchmarks import lowering_gpu as lg
+
+    rows = [{"level": 3, "problem": "1_MLP", "status": "passed", "correct": True, "eager_us": 10.0,
+             "compile_us": 8.0, "draft_us": 20.0, "speedup_vs_eager": "0.5", "speedup_vs_compile": "0.4"},
+            {"level": 3, "problem": "2_X", "status": "incorrect", "correct": False}]
+    s = lg.summarize(rows)["3"]
+    assert s["correct"] == 1 and s["timed"] == 1 and s["geomean_vs_eager"] == 0.5
+    assert s["tuned_rows"] == 0 and s["geomean_vs_eager_tuned"] is None and s["geomean_vs_compile_tuned"] is None
