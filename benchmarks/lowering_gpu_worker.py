@@ -161,6 +161,23 @@ def conditioning(model: Any, inputs: list[Any], want: list[Any], got: list[Any])
             "ill_conditioned": not eager_ok}
 
 
+def models_and_inputs(ref: Any, cand: Any, device: str) -> tuple[Any, Any, list[Any]]:
+    """Model, ModelNew and the inputs, made on the device (KernelBench's published inputs reach 6 GB: a CPU
+    randn of them takes seconds); Model and ModelNew from the same seed on the same device are identical."""
+    import torch
+
+    with torch.device(device):
+        torch.manual_seed(7)
+        init = ref.get_init_inputs()
+        torch.manual_seed(8)
+        model = ref.Model(*init).to(device)
+        torch.manual_seed(8)
+        model_new = cand.ModelNew(*init).to(device)
+        torch.manual_seed(9)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+    return model, model_new, inputs
+
+
 def _load(d: Path, item: dict, tag: str) -> tuple[Any, Any]:
     import importlib.util
     import sys
@@ -213,17 +230,7 @@ def _measure(job: dict) -> dict:
             torch.backends.cudnn.allow_tf32 = tf32
         row["tf32"] = tf32
         stage = "init"
-        # parameters and inputs made on the device (KernelBench's published inputs reach 6 GB: a CPU randn
-        # of them takes seconds); Model and ModelNew from the same seed on the same device are identical
-        with torch.device(device):
-            torch.manual_seed(7)
-            init = ref.get_init_inputs()
-            torch.manual_seed(8)
-            model = ref.Model(*init).to(device)
-            torch.manual_seed(8)
-            model_new = cand.ModelNew(*init).to(device)
-            torch.manual_seed(9)
-            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+        model, model_new, inputs = models_and_inputs(ref, cand, device)
         with torch.no_grad():
             stage = "eager"
             want = _flat(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))

@@ -24,15 +24,7 @@ TILES = [(32, 64, 4), (16, 128, 4), (8, 256, 4), (4, 256, 4), (4, 512, 4), (2, 5
 def probe(d: Path, m: dict, dev: str) -> dict:
     t0 = time.perf_counter()
     ref, cand = wk._load(d, m, f"dw_{m['level']}_{m['problem']}")
-    with torch.device(dev):
-        torch.manual_seed(7)
-        init = ref.get_init_inputs()
-        torch.manual_seed(8)
-        model = ref.Model(*init).to(dev)
-        torch.manual_seed(8)
-        model_new = cand.ModelNew(*init).to(dev)
-        torch.manual_seed(9)
-        inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+    model, model_new, inputs = wk.models_and_inputs(ref, cand, dev)
     with torch.no_grad():
         want = wk._flat(model(*inputs))
         eager = wk.time_us(lambda: model(*inputs), dev, 0.05, 15)

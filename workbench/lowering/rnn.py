@@ -135,23 +135,11 @@ def {name}(pre_ptr, h0_ptr, c0_ptr, w_ptr, bh_ptr, hs_ptr, out_ptr, hn_ptr, cn_p
                 tl.store(hn_ptr + b[:, None] * hn_sb + j[None, :] * hn_sh, h, mask=m2)
         tl.debug_barrier()
 '''
-    if gru:
-        step_cell = '''    if FIRST:
-        hp = tl.load(h0_ptr + b[:, None] * h0_sb + j[None, :] * h0_sh, mask=m2, other=0.0)
-    else:
-        hp = tl.load(hs_ptr + cur * B * H + b[:, None] * H + j[None, :], mask=m2, other=0.0)
-    r = tl.sigmoid(p0 + acc0)
-    z = tl.sigmoid(p1 + acc1)
-    nn_ = _rnn_tanh(p2 + r * acc2)
-    h = (1.0 - z) * nn_ + z * hp'''
-    else:
-        step_cell = '''    if FIRST:
-        c = tl.load(c0_ptr + b[:, None] * c0_sb + j[None, :] * c0_sh, mask=m2, other=0.0)
-    else:
-        c = tl.load(cn_ptr + b[:, None] * c_sb + j[None, :] * c_sh, mask=m2, other=0.0)
-    c = tl.sigmoid(p1 + acc1) * c + tl.sigmoid(p0 + acc0) * _rnn_tanh(p2 + acc2)
-    tl.store(cn_ptr + b[:, None] * c_sb + j[None, :] * c_sh, c, mask=m2)
-    h = tl.sigmoid(p3 + acc3) * _rnn_tanh(c)'''
+    # the cell's first line loads the state of step s - 1; the first step reads h0 (GRU) or c0 (LSTM) instead
+    load, *rest = (ln[8:] for ln in cell.splitlines())
+    first = ("hp = tl.load(h0_ptr + b[:, None] * h0_sb + j[None, :] * h0_sh, mask=m2, other=0.0)" if gru else
+             "c = tl.load(c0_ptr + b[:, None] * c0_sb + j[None, :] * c0_sh, mask=m2, other=0.0)")
+    step_cell = "\n".join(["    if FIRST:", f"        {first}", "    else:", f"    {load}", *rest])
     # the persistent kernel's step body, 8 columns left: no loop over steps or hidden blocks around it
     step_acc, step_dots, step_bias, step_pre = (
         "\n".join(ln[8:] for ln in part.splitlines()) for part in (acc_init, dots, bias, pre))
