@@ -35,7 +35,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF \
 	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: demo test lab lint clean-venv
+.PHONY: demo test test-gpu lab lint clean-venv
 
 ifeq ($(strip $(PYTHON)),)
 $(PY):
@@ -88,6 +88,13 @@ demo: $(STAMPS)/.base
 test: $(STAMPS)/.dev
 	$(PY) -m ruff check .
 	TRITON_INTERPRET=1 HF_HUB_OFFLINE=1 MPLBACKEND=Agg $(PY) -m pytest -q -ra tests
+
+# The GPU test suite: every user path on a CUDA device (eval, lower, optimize, suite kernelbench and aten,
+# profile, the Ray evaluator, the case studies, the harness's device rules), compiled kernels, no interpreter.
+# On a machine without a GPU every test skips with its reason. On the H200: make test-gpu PYTHON=$(command -v python3)
+test-gpu: $(STAMPS)/.base
+	env -u TRITON_INTERPRET MPLBACKEND=Agg HF_HUB_OFFLINE=1 $(PY) -m pytest -m gpu -q -ra -p no:cacheprovider \
+		--durations=15 tests $(GPU_TEST_ARGS)
 
 lab: $(STAMPS)/.lab
 	$(PY) -m jupyter lab notebooks/

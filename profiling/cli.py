@@ -37,7 +37,9 @@ REGION_COLUMNS = [
 ]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, extra_verbs: Any = ()) -> None:
+    """The `profile` verb and its sub-verbs; `extra_verbs`: callables adding more sub-verbs (a caller's own,
+    e.g. the workbench's `profile lowered`, which this library knows nothing of)."""
     p = subparsers.add_parser(
         "profile", help="inspect Proton traces; run the profiling self-check on a GPU", description=__doc__
     )
@@ -62,6 +64,8 @@ def register(subparsers: Any) -> None:
     sc = verbs.add_parser("selfcheck", help="profile the instrumented kernels on this GPU (writes results)")
     sc.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for python -m profiling.selfcheck")
     sc.set_defaults(func=lambda a: __import__("profiling.selfcheck", fromlist=["main"]).main(a.rest))
+    for add in extra_verbs:
+        add(verbs)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

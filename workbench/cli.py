@@ -21,8 +21,35 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "lower": lowering_cli.register,
     "suite": suites_cli.register,
     "kb": retrieval_cli.register,
-    "profile": profiling_cli.register,
+    "profile": lambda sub: profiling_cli.register(sub, extra_verbs=[profile_lowered_verb]),
 }
+
+
+def profile_lowered_verb(verbs: Any) -> None:
+    """`workbench profile lowered SPEC`: the spec's lowered draft under a Proton kernel session (GPU)."""
+    p = verbs.add_parser("lowered", help="lower a spec and profile its draft on the GPU (Proton kernel session)")
+    p.add_argument("spec", help="a KernelBench-format spec file")
+    p.add_argument("--out", default="runs/profiles",
+                   help="folder for the draft and the .hatchet (default runs/profiles)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a spec constant before its inputs are built")
+    p.add_argument("--iterations", type=int, default=5, help="forward calls inside the session (default 5)")
+    p.set_defaults(func=_profile_lowered)
+
+
+def _profile_lowered(args: argparse.Namespace) -> int:
+    from workbench.profile_lowered import ProfileError, profile_lowered
+    from workbench.spec import SpecError, parse_overrides
+
+    try:
+        got = profile_lowered(args.spec, args.out, overrides=parse_overrides(args.overrides) or None,
+                              iterations=args.iterations)
+    except (ProfileError, SpecError) as exc:
+        print(f"workbench profile lowered: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(got.summary)
+    print(f"\n{got.kernels} kernels, {got.launches} launches; trace {got.hatchet}, draft {got.draft}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

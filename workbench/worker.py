@@ -38,6 +38,7 @@ class WarmWorker:
         self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
         self.startup_s: float | None = None  # the last start's seconds, until `ready`
+        self.ready_info: dict[str, Any] = {}  # the last start's ready line
 
     @property
     def running(self) -> bool:
@@ -58,13 +59,15 @@ class WarmWorker:
                                       stdout=subprocess.PIPE, stderr=None, text=True, env=env, bufsize=1)
         line = self._readline(self._startup_timeout)
         try:
-            ready = bool(line) and bool(json.loads(line).get("ready"))  # type: ignore[arg-type]
-        except (ValueError, AttributeError):
-            ready = False
+            info = json.loads(line) if line else {}
+            ready = isinstance(info, dict) and bool(info.get("ready"))
+        except ValueError:
+            info, ready = {}, False
         if not ready:
             self.close()
             raise RuntimeError(f"the {self.name} failed to start (see its stderr above)")
         self.startup_s = time.perf_counter() - t0
+        self.ready_info = info
         log.info("%s ready in %.2f s", self.name, self.startup_s)
         return self.startup_s
 

@@ -55,20 +55,28 @@ def time_eager_and_compile(spec_path: str, overrides: dict[str, Any], device: st
     """Runs in the child: eager and torch.compile medians (us) of the spec's model at `overrides`."""
     import torch
 
+    from platforms.clock import device_clock
+    from workbench.harness.plan import set_tf32
     from workbench.spec import load_spec
 
     spec = load_spec(spec_path, overrides, module_name="wb_compile_baseline")
+    set_tf32(spec.allow_tf32)  # the harness's rule for the reference: IEEE fp32 unless the spec allows TF32
     torch.manual_seed(1234)
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in spec.module.get_inputs()]
     model = spec.module.Model(*spec.module.get_init_inputs()).to(device).eval()
     compiled = torch.compile(model)
     with torch.no_grad():
-        eager_us = _median_us(lambda: model(*inputs), device, reps, warmup=3)
-        compile_us = _median_us(lambda: compiled(*inputs), device, reps, warmup=3)
-        eager2_us = _median_us(lambda: model(*inputs), device, reps, warmup=1)  # drift check
+        compiled(*inputs)  # compiled outside the clock: compiles of other problems go on meanwhile
+        if device == "cuda":
+            torch.cuda.synchronize()
+        with device_clock(device) as waited:  # no other timing on this GPU meanwhile (the harness's included)
+            eager_us = _median_us(lambda: model(*inputs), device, reps, warmup=3)
+            compile_us = _median_us(lambda: compiled(*inputs), device, reps, warmup=3)
+            eager2_us = _median_us(lambda: model(*inputs), device, reps, warmup=1)  # drift check
     eager = min(eager_us, eager2_us)
     return {"ok": True, "eager_us": eager, "compile_us": compile_us, "compile_over_eager": compile_us / eager,
-            "eager_drift": abs(eager_us - eager2_us) / eager, "reps": reps, "mode": "default"}
+            "eager_drift": abs(eager_us - eager2_us) / eager, "reps": reps, "mode": "default",
+            "clock_wait_s": round(waited, 3)}
 
 
 def compile_baseline(runner: Any, spec_path: str, overrides: dict[str, Any], device: str,

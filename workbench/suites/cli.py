@@ -88,7 +88,11 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def _main(args: argparse.Namespace) -> int:
     from workbench.search.config import SearchError
     from workbench.suites import SuiteError, run_aten, run_kernelbench
+    from workbench.suites.report import ran
 
+    if not args.no_progress and not sys.stderr.isatty():
+        # not a terminal: one log line per finished problem (the runner's INFO lines), no bar redraws
+        logging.getLogger("workbench.suites.runner").setLevel(min(logging.INFO, logging.getLogger().level))
     try:
         options = _options(args)
         common = dict(run_dir=args.run_dir, resume=args.resume, progress=not args.no_progress,
@@ -106,9 +110,14 @@ def _main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("workbench suite: interrupted; continue with --resume", file=sys.stderr)
         return 130
+    nothing_ran = bool(run.problems) and ran(run.report) == 0
+    if nothing_ran:  # first, in one line: a table of zeros would read as "slow", not "nothing ran"
+        print(f"workbench suite: {run.report['headline']}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.report, indent=1, default=str))
     else:
+        if not nothing_ran:
+            print(run.report["headline"])
         print(run.table())
         print(f"\nrun {run.run_id}: {run.path}/ (report.md, report.json, problems.csv, fast_p.png, speedups.png)")
-    return 0
+    return 1 if nothing_ran else 0

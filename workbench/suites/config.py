@@ -31,9 +31,9 @@ DRAFTS = ("lower", "none")
 SUITE_SEARCH_FIELDS = ("llm", "llm_options", "llm_max_new_tokens", "llm_step", "policy", "device", "workers",
                        "evaluator", "timeout_s", "trials")
 # What a resumption may change: parallelism, limits, the backend; never the problems or how they are drafted.
-RESUMABLE = ("workers", "evaluator", "timeout_s", "prepare_timeout_s")
+RESUMABLE = ("workers", "evaluator", "timeout_s", "prepare_timeout_s", "parallel")
 # The suite's own flags by subcommand (the shared ones first)
-COMMON_FIELDS = ("draft", "seed_dir", "budget", "prepare_timeout_s", "compile_baseline")
+COMMON_FIELDS = ("draft", "seed_dir", "budget", "prepare_timeout_s", "compile_baseline", "parallel")
 KERNELBENCH_FIELDS = ("root", "levels", "problems", "max_elems")
 ATEN_FIELDS = ("ops", "dtypes", "max_samples")
 
@@ -65,6 +65,11 @@ class SuiteConfig:
                                       help="seconds per problem to import, size and lower it")
     compile_baseline: bool | None = option(None, kind="flag", flag="--no-compile", const=False,
                                            help="skip the torch.compile baselines (default: timed on cuda)")
+    parallel: int | None = option(None, metavar="N",
+                                  help="problems in flight at once: their lowering, sizing and compile baselines "
+                                       "run in parallel on the CPU while their candidates queue for the evaluator's "
+                                       "--workers (default: --workers on cpu; on cuda 4 x --workers, up to the "
+                                       "CPU count)")
     search: SearchConfig = option(default_factory=_search_template, cli=False,
                                   help="the search and evaluation settings of every problem")
 
@@ -82,10 +87,24 @@ class SuiteConfig:
             raise SuiteError(f"unknown device {s.device!r}: expected cpu or cuda")
         if s.evaluator not in ("local", "ray"):
             raise SuiteError(f"unknown evaluator {s.evaluator!r}: expected local or ray")
+        if self.parallel is not None and self.parallel < 1:
+            raise SuiteError(f"--parallel must be >= 1, got {self.parallel}")
         if self.max_elems is not None and self.max_elems < 1:
             raise SuiteError(f"--max-elems must be >= 1, got {self.max_elems}")
         if s.timeout_s <= 0 or self.prepare_timeout_s <= 0:
             raise SuiteError("timeouts must be positive")
+
+    def problems_in_flight(self) -> int:
+        """How many problems run at once (`parallel`, or its device default)."""
+        import os
+
+        if self.parallel is not None:
+            return self.parallel
+        if self.search.device == "cuda":
+            # the GPU times one candidate at a time per worker; lowering, Triton's compiles and torch.compile
+            # of the other problems overlap with it on the CPU
+            return max(self.search.workers, min(4 * self.search.workers, os.cpu_count() or 1))
+        return self.search.workers
 
     def for_problem(self, spec_path: str, seeds: list[str], overrides: dict[str, Any],
                     run_dir: str) -> SearchConfig:

@@ -37,6 +37,7 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         rec["attempts"] = row.attempts
         records.append(rec)
     counts = store.counts()
+    config = store.meta("config") or {}
     return {
         "schema": SCHEMA,
         "run_id": path.name,
@@ -51,8 +52,47 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         "excessive_speedup_threshold": EXCESSIVE_SPEEDUP,
         "levels": by_level(records),
         "throughput": throughput(records, store.meta("wall_s") or span),
+        "precision": precision(config),
+        "ran": sum(1 for r in records if int(r.get("evaluations") or 0) > 0),
+        "headline": headline(records),
         "problems": records,
     }
+
+
+def ran(report: dict[str, Any]) -> int:
+    """Problems whose candidate reached the harness (a verdict of the harness, right or wrong)."""
+    return sum(1 for r in report["problems"] if int(r.get("evaluations") or 0) > 0)
+
+
+def headline(records: list[dict[str, Any]]) -> str:
+    """The report's first line: how many problems ran and were correct, or, when none ran, why."""
+    n = len(records)
+    reached = [r for r in records if int(r.get("evaluations") or 0) > 0]
+    if n and not reached:
+        reasons: dict[str, int] = {}
+        for r in records:
+            key = str(r.get("diagnosis") or r.get("verdict") or "?").splitlines()[0][:160]
+            reasons[key] = reasons.get(key, 0) + 1
+        why, k = max(reasons.items(), key=lambda kv: kv[1])
+        return f"NOTHING RAN: none of the {n} problems reached the harness; most common reason ({k} of {n}): {why}"
+    correct = sum(1 for r in records if r.get("correct"))
+    return f"{len(reached)} of {n} problems reached the harness, {correct} correct"
+
+
+def precision(config: dict[str, Any]) -> str:
+    """The precision the run's verdicts and times are taken at, in words."""
+    from workbench.tolerances import DEFAULT_TOLERANCES
+
+    def tol(name: str) -> str:
+        atol, rtol = DEFAULT_TOLERANCES[name]
+        return f"{name} atol {atol:g} rtol {rtol:g}"
+
+    if config.get("suite") == "aten":
+        dtypes = config.get("dtypes") or ["float32"]
+        return (f"OpInfo samples in {', '.join(dtypes)}; "
+                + ", ".join(tol(d) for d in dtypes if d in DEFAULT_TOLERANCES))
+    return (f"fp32 as published (TF32 off unless a spec sets ALLOW_TF32); {tol('float32')} "
+            f"(KernelBench: 1e-4), {tol('float16')}, {tol('bfloat16')} (KernelBench: 1e-2)")
 
 
 def throughput(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any]:
@@ -110,6 +150,7 @@ def markdown(report: dict[str, Any]) -> str:
     prov = report.get("provenance") or {}
     tp = report.get("throughput") or {}
     lines = [f"# Suite run `{report['run_id']}` ({report.get('suite')})", "",
+             f"**{report.get('headline') or headline(report['problems'])}**", "",
              f"- device {cfg.get('device')} ({prov.get('gpu') or prov.get('cpu')}), torch {prov.get('torch')}, "
              f"triton {prov.get('triton')}, commit {prov.get('commit')}, {prov.get('date')}",
              f"- draft {cfg.get('draft')}, budget {cfg.get('budget')}, llm {cfg.get('llm')}, "
@@ -120,6 +161,7 @@ def markdown(report: dict[str, Any]) -> str:
              f"{_fmt(tp['candidates_per_hour'], '.0f')} candidates/hour; median evaluation "
              f"{_fmt(tp['median_eval_wall_s'], '.2f')} s, harness overhead "
              f"{_fmt(tp['median_harness_overhead_s'], '.2f')} s",
+             f"- precision: {report.get('precision') or precision(stored)}",
              "", "fast_p = correct and speedup > p, over all problems of the level (KernelBench's definition).", "",
              "```", summary_table(report), "```", ""]
     flagged = report["levels"]["all"]["excessive_speedup"]

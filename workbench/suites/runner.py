@@ -79,6 +79,7 @@ class SuiteRunner:
         self._lock = threading.Lock()
         self._servers: "queue.Queue[Any]" = queue.Queue()
         self._all_servers: list[Any] = []
+        self.fork_modes: list[str] = []  # each fork server's mode (fork, or spawn when CUDA forbade it)
         (path / "kernels").mkdir(parents=True, exist_ok=True)
 
     # -- the evaluator, shared by every problem --------------------------------------------------
@@ -109,13 +110,18 @@ class SuiteRunner:
             server = self._servers.get_nowait()
         except queue.Empty:
             env = stripped_environ()
+            env["WB_FORKSERVER_DEVICE"] = self.cfg.search.device
             if self.cfg.search.device == "cpu":
                 env["TRITON_INTERPRET"] = "1"  # before the lowering (in the child) imports triton
             else:
                 env.pop("TRITON_INTERPRET", None)
             server = ForkServer(env=env)
+            info = server.start()
+            log.info("suite's fork server %s: %s%s", info.get("pid"), info.get("mode", "fork"),
+                     f" ({info['why']})" if info.get("why") else "")
             with self._lock:
                 self._all_servers.append(server)
+                self.fork_modes.append(str(info.get("mode", "fork")))
         try:
             return server.call(job, kwargs, timeout_s)
         finally:
@@ -134,22 +140,26 @@ class SuiteRunner:
         log.info("suite %s: %d problems, %d finished already, %d to run", self.path.name, len(rows),
                  len(rows) - len(todo), len(todo))
         bar = None
-        if self.progress:
+        # a terminal gets a bar; a log (a pipe, a file, CI) one readable line per problem instead of redraws
+        if self.progress and _is_tty(sys.stderr):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(rows), initial=len(rows) - len(todo), unit="problem", file=sys.stderr,
                        desc=f"suite {self.cfg.suite}", dynamic_ncols=True, mininterval=0.5)
-        tally = {"passed": 0, "other": 0}
+        tally = {"passed": 0, "other": 0, "done": len(rows) - len(todo)}
 
         def one(row: ProblemRow) -> None:
             record = self._run_problem(row)
             with self._lock:
                 tally["passed" if record.get("correct") else "other"] += 1
+                tally["done"] += 1
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(f"correct={tally['passed']} not={tally['other']} last={row.name[:24]}")
+                elif self.progress:
+                    log.info("[%d/%d] %s", tally["done"], len(rows), problem_line(record))
 
-        pool = ThreadPoolExecutor(max_workers=self.cfg.search.workers, thread_name_prefix="suite")
+        pool = ThreadPoolExecutor(max_workers=self.cfg.problems_in_flight(), thread_name_prefix="suite")
         futs = [pool.submit(one, r) for r in todo]
         try:
             for fut in futs:
@@ -283,6 +293,26 @@ class SuiteRunner:
             # trusted process: both contenders of that ratio saw the same inputs, clock and GPU state
             record["compile_baseline_us"] = record["baseline_us"] * ratio
             record["speedup_vs_compile"] = record["speedup"] * ratio
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def problem_line(record: dict[str, Any]) -> str:
+    """One line for a finished problem: its verdict, speedups and evaluations, or its reason."""
+    name = f"level{record.get('level')}/{record.get('name')}" if record.get("level") else str(record.get("name"))
+    took = f"{record['wall_s']:.1f} s" if isinstance(record.get("wall_s"), (int, float)) else ""
+    if record.get("correct"):
+        vs_compile = record.get("speedup_vs_compile")
+        compile_part = f", {vs_compile:.2f}x compile" if vs_compile else ""
+        return (f"{name}: correct, {record.get('speedup', 0.0):.2f}x eager{compile_part}, "
+                f"{record.get('evaluations', 0)} evaluations, {took}")
+    why = str(record.get("diagnosis") or record.get("verdict") or "").splitlines()
+    return f"{name}: {record.get('verdict', 'failed')}: {why[0][:160] if why else ''} ({took})"
 
 
 def _fill_from_result(record: dict[str, Any], res: Any) -> None:

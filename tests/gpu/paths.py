@@ -1,0 +1,52 @@
+"""What the GPU test suite needs: the KernelBench folder, the command line, a record of each path's wall time."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def kernelbench_root() -> Path:
+    """KernelBench as published: `KERNELBENCH_DIR`, or `.kernelbench/` in the checkout (a copy carried to a
+    GPU machine, never committed), or `../shared/kernelbench` beside it."""
+    for cand in (os.environ.get("KERNELBENCH_DIR"), REPO / ".kernelbench", REPO.parent / "shared" / "kernelbench"):
+        if cand and (Path(cand) / "level1").is_dir():
+            return Path(cand)
+    pytest.skip("no KernelBench folder (set KERNELBENCH_DIR, or put it at .kernelbench/ in the checkout)")
+
+
+def problem(level: int, number: int) -> Path:
+    found = sorted((kernelbench_root() / f"level{level}").glob(f"{number}_*.py"))
+    assert found, f"KernelBench level {level} has no problem {number}"
+    return found[0]
+
+
+def workbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> tuple[subprocess.CompletedProcess, float]:
+    """`workbench ARGS` in a fresh process (as a user types it); (the finished process, its wall seconds)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("TRITON_INTERPRET", None)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd or REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - t0
+    record(" ".join(args[:2]), wall, proc.returncode)
+    return proc, wall
+
+
+def record(path: str, wall_s: float, rc: int) -> None:
+    """One line per user path into `WB_GPU_CI_TIMES` (a JSON-lines file the GPU CI log keeps)."""
+    out = os.environ.get("WB_GPU_CI_TIMES")
+    if out:
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"path": path, "wall_s": round(wall_s, 2), "rc": rc}) + "\n")
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"

@@ -1,0 +1,125 @@
+"""The suite's parts that keep it right on a GPU, checked on the CPU: the fork server's modes, the device
+clock shared by every timed window, a run in which nothing ran, and one log line per problem."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.suites.kb_folder import write_problems
+from workbench.suites import forkserver
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = str(REPO / "examples" / "vector_add" / "spec.py")
+
+
+def _server(mode: str | None = None) -> forkserver.ForkServer:
+    from workbench.env import stripped_environ
+
+    env = {**stripped_environ(), "TRITON_INTERPRET": "1", "WB_FORKSERVER_DEVICE": "cpu"}
+    if mode:
+        env["WB_FORKSERVER_MODE"] = mode
+    return forkserver.ForkServer(env=env)
+
+
+@pytest.mark.parametrize("mode", ["fork", "spawn"])
+def test_both_modes_run_a_job_and_say_which_they_are(mode):
+    server = _server(mode)
+    try:
+        info = server.start()
+        assert info["mode"] == mode and info["cuda_initialized"] is False
+        got = server.call("prepare", {"spec_path": SPEC, "max_elems": 1 << 12, "draft": "none", "name": "va"}, 120)
+        assert got["ok"] and got["overrides"], got
+        # a job that hangs costs its own limit, in either mode, and the server goes on
+        t0 = time.monotonic()
+        hung = server.call("prepare", {"spec_path": str(REPO / "no" / "such.py"), "max_elems": None,
+                                       "draft": "none", "name": "x"}, 60)
+        assert not hung["ok"] and "bad spec" in hung["diagnosis"] and time.monotonic() - t0 < 60
+    finally:
+        server.close()
+
+
+def test_a_server_that_touched_cuda_refuses_to_fork(monkeypatch):
+    """The guard before every fork: a process with CUDA initialized must not fork a child that needs it."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(RuntimeError, match="initialized CUDA"):
+        forkserver._serve_one({"job": "cuda_probe", "kwargs": {}, "timeout_s": 5}, "fork")
+
+
+def test_the_server_asks_nvml_not_the_cuda_runtime():
+    """torch.cuda.is_available() through the CUDA runtime poisons fork; the server sets the NVML check before
+    torch is imported (its children inherit it)."""
+    code = ("import os, sys; sys.argv=['x']; import workbench.suites.forkserver as f; "
+            "os.environ.pop('PYTORCH_NVML_BASED_CUDA_CHECK', None); sys.stdin = open(os.devnull); f.main(); "
+            "print(os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'], file=sys.stderr)")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1] == "1"
+    assert json.loads(out.stdout.splitlines()[0])["ready"]
+
+
+HOLD = """
+import sys, time
+from platforms.clock import device_clock
+with device_clock("cuda") as waited:
+    print(f"{time.time():.3f} {waited:.3f}", flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_the_device_clock_admits_one_timed_window_at_a_time(tmp_path):
+    env = {**os.environ, "WB_CLOCK_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-c", HOLD, "1.5"], stdout=subprocess.PIPE, text=True, env=env)
+    line = first.stdout.readline()  # the first one holds the clock now
+    t_first = float(line.split()[0])
+    second = subprocess.run([sys.executable, "-c", HOLD, "0"], capture_output=True, text=True, env=env, timeout=60)
+    first.wait(timeout=60)
+    t_second, waited = map(float, second.stdout.split())
+    assert t_second - t_first >= 1.4 and waited > 0.5, (t_first, t_second, waited)
+
+
+def test_the_cpu_clock_is_free():
+    from platforms.clock import device_clock
+
+    with device_clock("cpu") as a, device_clock("cpu") as b:
+        assert a == b == 0.0
+
+
+def _suite(*args: str, tmp: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "workbench.cli", "suite", "kernelbench", *args, "--run-dir",
+                           str(tmp / "runs"), "--device", "cpu"], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+def test_a_run_in_which_nothing_ran_says_so_first_and_exits_1(tmp_path):
+    root = write_problems(tmp_path / "kb", ["1_Add", "2_ReLU"])
+    proc = _suite("--root", str(root), "--levels", "1", "--draft", "none", tmp=tmp_path)  # no seeds: nothing runs
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = [ln for ln in proc.stderr.splitlines() if ln.startswith("workbench suite:")]
+    assert said and said[0].startswith("workbench suite: NOTHING RAN: none of the 2 problems"), proc.stderr[-3000:]
+    assert "no seed" in said[0]
+    md = next((tmp_path / "runs").glob("*/report.md")).read_text()
+    assert md.splitlines()[2].startswith("**NOTHING RAN")
+
+
+def test_a_log_gets_one_line_per_problem_and_no_bar(tmp_path):
+    from tests.suites.kb_folder import write_candidates
+
+    root = write_problems(tmp_path / "kb", ["1_Add", "5_Sub"])
+    seeds = write_candidates(tmp_path / "seeds", ["1_Add", "5_Sub"])
+    proc = _suite("--root", str(root), "--levels", "1", "--draft", "none", "--seed-dir", str(seeds), "--trials", "1",
+                  tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if "workbench.suites.runner" in ln and "] level1/" in ln]
+    assert len(lines) == 2 and "\r" not in proc.stderr, proc.stderr[-3000:]
+    assert any("1_Add: correct" in ln for ln in lines) and any("5_Sub: incorrect" in ln for ln in lines), lines
+    assert proc.stdout.splitlines()[0] == "2 of 2 problems reached the harness, 1 correct"
