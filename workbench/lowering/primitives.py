@@ -18,7 +18,7 @@ from typing import Any, Callable
 # every module that registers primitives, tunables or helpers (templates and pointwise register on import
 # of codegen; they are listed too so that `load()` alone fills the tables)
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
-           "rnn")
+           "rnn", "special")
 
 
 @dataclass(frozen=True)
