@@ -62,7 +62,7 @@ def load() -> list[float]:
 
 def generate(n: int) -> tuple[list[str], list[float]]:
     """n distinct candidates by the offline operator's rewrite; returns sources and seconds per candidate."""
-    from workbench.search.tunables import apply_config, parse_tunables
+    from workbench.tunables import apply_config, parse_tunables
 
     seed = SEED.read_text()
     out, secs = [], []

@@ -38,7 +38,7 @@ def generate(seed_path: Path, n: int) -> tuple[list[str], list[float]]:
     """n distinct candidates by the offline operator's rewrite of the seed's tunables."""
     import itertools
 
-    from workbench.search.tunables import apply_config, parse_tunables
+    from workbench.tunables import apply_config, parse_tunables
 
     seed = seed_path.read_text()
     space = parse_tunables(seed)

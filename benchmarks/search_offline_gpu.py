@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         wall = time.time() - t0
 
-    from workbench.search.tunables import TunablesError, parse_tunables
+    from workbench.tunables import TunablesError, parse_tunables
 
     def config_of(node) -> dict | None:
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.lowering.helpers import load_module
 from workbench.lowering import lower_spec, tune
 from workbench.lowering import sm90_check as sc
-from workbench.search.tunables import parse_tunables
+from workbench.tunables import parse_tunables
 
 SPECS = Path(__file__).parent / "specs"
 
@@ -35,7 +35,7 @@ def test_a_convolution_draft_tries_tf32x3_from_its_own_points() -> None:
     cfgs = tune.configs(src, 8)
     assert len(cfgs) == 8
     assert sum(c["MM_PRECISION"] == "tf32x3" for c in cfgs) == 7
-    assert [c["CONV_BLOCK_P"] for c in cfgs] == [p[0] for p in tune.SPACE["conv"][1]]
+    assert [c["CONV_BLOCK_P"] for c in cfgs] == [p[0] for p in tune.space()["conv"][1]]
 
 
 def test_fit_filter_drops_what_an_h200_block_cannot_hold(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from workbench.lowering import conv, copies, glue, primitives, softmax, templates
+from workbench.lowering import copies, families, glue, primitives
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
@@ -201,30 +201,12 @@ class Emitter:
     def emit_group(self, g: Group, mat: list[fx.Node]) -> None:
         for m in g.members:
             self.name(m)
-        if g.pattern is not None:
-            _, launch = self.add_kernel("softmax", lambda nm: softmax.softmax_kernel(nm, g, mat, self.names))
-            self.tunables |= {"RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"}
-        elif g.anchor is None:
-            _, launch = self.add_kernel("fused", lambda nm: templates.pointwise_kernel(nm, g, mat, self.names))
-            self.tunables |= {"BLOCK", "NUM_WARPS"}
-        elif packet(g.anchor) == "convolution":
-            _, launch = self.add_kernel("conv", lambda nm: conv.conv_kernel(nm, g, mat, self.names, self.precision))
-            self.tunables |= set(conv.TUNABLES)
-            if self.precision != "tf32":
-                self.tunables.add("MM_PRECISION")
-        elif packet(g.anchor) in ("mm", "bmm"):
-            _, launch = self.add_kernel("matmul", lambda nm: templates.matmul_kernel(nm, g, mat, self.names,
-                                                                                     self.precision))
-            self.tunables |= {"MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES",
-                              "MM_GROUP_M"}
-            if self.precision != "tf32":
-                self.tunables.add("MM_PRECISION")
-        else:
-            if isinstance(val(g.anchor), (tuple, list)):
-                self.tuple_vars[g.anchor] = [self.names[g.anchor] + "_0", self.names[g.anchor] + "_1"]
-            _, launch = self.add_kernel(f"reduce_{packet(g.anchor)}",
-                                        lambda nm: templates.reduction_kernel(nm, g, mat, self.names))
-            self.tunables |= {"RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"}
+        fam = families.of_group(g)
+        if g.anchor is not None and isinstance(val(g.anchor), (tuple, list)):  # (values, indices) of max.dim
+            self.tuple_vars[g.anchor] = [self.names[g.anchor] + "_0", self.names[g.anchor] + "_1"]
+        _, launch = self.add_kernel(fam.kernel_prefix(g),
+                                    lambda nm: fam.make(nm, g, mat, self.names, self.precision))
+        self.tunables |= fam.tunables_for(self.precision)
         self.lines.append(f"# {', '.join(op_name(m).removeprefix('aten.') for m in g.members)}")
         self.lines += launch
 

@@ -30,7 +30,8 @@ import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, build_body, store_lines, torch_dtype
-from workbench.lowering.graph import dtype, op_name, val
+from workbench.lowering.families import Family, Space, register_family, register_space
+from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_tunables
 
@@ -317,3 +318,15 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
                   f"{', DOT_F32=_DOT_F32' if bf16 else ''})")
     return launch
+
+
+register_family(Family("conv", "conv", conv_kernel, TUNABLES, anchor=lambda node: packet(node) == "convolution",
+                       dot=True, rank=30))
+# an fp32 implicit GEMM is 3-5x faster in tf32x3 than in "ieee" FMA (the conv probe on the H200): seven of
+# eight points try it; positions >= 64 keep the tile on wgmma (64 rows a warpgroup)
+register_space(Space("conv", ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "MM_PRECISION"),
+                     ((128, 64, 32, 4, "tf32x3"), (128, 128, 32, 8, "tf32x3"), (64, 64, 32, 4, "tf32x3"),
+                      (128, 32, 32, 4, "tf32x3"), (128, 64, 16, 4, "tf32x3"), (64, 128, 32, 4, "tf32x3"),
+                      (128, 64, 64, 8, "tf32x3"), (128, 64, 32, 8, "ieee")), rank=50))
+# the depthwise convolution's tile, next best on the H200 after the default 4 x 256 (experiments/depthwise_tiles)
+register_space(Space("depthwise", ("DW_BLOCK_C", "DW_BLOCK_P"), ((2, 512), (1, 1024), (4, 512), (8, 256)), rank=60))

@@ -14,27 +14,14 @@ from typing import Any
 
 import torch.fx as fx
 
-from workbench.lowering import softmax_match
+from workbench.lowering import families, softmax_match
 from workbench.lowering.graph import is_tensor_node, packet, shape_key, val
 from workbench.lowering.pointwise import is_pointwise
 
-REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", "any", "all", "max",
-                        "min", "nansum"})
-MATMULS = frozenset({"mm", "bmm"})
-
 
 def anchor_kind(node: fx.Node) -> str | None:
-    name = packet(node)
-    if name in MATMULS:
-        return "matmul"
-    if name == "convolution":
-        return "conv"
-    if name in REDUCTIONS and node.op == "call_function":
-        # max/min with one tensor and no dim are full reductions; max/min of two tensors are pointwise
-        if name in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], fx.Node):
-            return None
-        return "reduction"
-    return None
+    """The fusion family whose kernel `node` anchors ("reduction", "matmul", "conv"; families.py), or None."""
+    return families.anchor_kind(node)
 
 
 @dataclass(eq=False)

@@ -11,12 +11,14 @@ import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.families import Space, register_space
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register, register_tunables
 
 TUNABLES = ("POOL_BLOCK", "NUM_WARPS")
 DEFAULTS = {"POOL_BLOCK": ([128, 256, 512, 1024], 256)}
 register_tunables(DEFAULTS)
+register_space(Space("pool", ("POOL_BLOCK",), ((512,), (1024,), (128,)), rank=20))
 
 
 def _arg(node: fx.Node, i: int, name: str, default):  # noqa: ANN001, ANN202 - small local accessor

@@ -15,10 +15,10 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-# every module that registers primitives, tunables or helpers (templates and pointwise register on import
-# of codegen; they are listed too so that `load()` alone fills the tables)
+# every module that registers primitives, tunables, helpers or fusion families (families.py); `load()`
+# imports them all, so the tables are complete after it
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
-           "rnn", "special")
+           "rnn", "special", "softmax")
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,15 @@ import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.families import Space, register_space
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register, register_helper, register_tunables
 
 TUNABLES = ("SCAN_BLOCK_M", "SCAN_BLOCK_N", "NUM_WARPS")
 DEFAULTS = {"SCAN_BLOCK_M": ([1, 2, 4, 8], 4), "SCAN_BLOCK_N": ([64, 128, 256, 512, 1024], 256)}
 register_tunables(DEFAULTS)
+register_space(Space("scan", ("SCAN_BLOCK_M", "SCAN_BLOCK_N"),
+                     ((1, 1024), (2, 512), (8, 128), (1, 512), (4, 512), (2, 1024)), rank=30))
 
 
 def scan_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001

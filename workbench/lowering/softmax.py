@@ -12,6 +12,7 @@ import torch
 import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
+from workbench.lowering.families import Family, register_family
 from workbench.lowering.graph import dtype, rank
 from workbench.lowering.softmax_match import SoftmaxMatch
 
@@ -93,3 +94,8 @@ def _launch(name: str, sm: SoftmaxMatch, body, names: dict[fx.Node, str], torch_
     lines += RED_BLOCKS + [f"if _M and _N: {name}[(_grid,)]({', '.join(args)}, RED_BLOCK_M=_rbm, "
                            "RED_BLOCK_N=_rbn, num_warps=NUM_WARPS, K2=_k2)"]
     return lines
+
+
+# a matched chain (softmax_match: amax, sub, exp, sum, div) is one group; it claims its group before any anchor
+register_family(Family("softmax", "softmax", lambda nm, g, mat, names, prec: softmax_kernel(nm, g, mat, names),
+                       ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"), pattern=True, rank=10))

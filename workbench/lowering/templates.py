@@ -10,7 +10,8 @@ import torch.fx as fx
 
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
-from workbench.lowering.graph import dtype, rank, val
+from workbench.lowering.families import Family, Space, register_family, register_space
+from workbench.lowering.graph import dtype, packet, rank, val
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_helper, register_tunables
 
@@ -116,8 +117,6 @@ def _init_literal(kind: str, acc_dt) -> str:
 
 def reduction_dims(node: fx.Node) -> tuple[list[int], bool]:
     """(reduced dims, normalized and sorted; keepdim) of a reduction node."""
-    from workbench.lowering.graph import packet
-
     x = node.args[0]
     r = rank(x)
     name = packet(node)
@@ -337,8 +336,6 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     for integer sums). Few long rows (a full reduction, a per-channel norm) split: phase 1 runs SPLIT
     programs per row block, each storing its chunk's partial, phase 2 combines them and runs the epilogue."""
     import torch
-
-    from workbench.lowering.graph import packet
 
     anchor = group.anchor
     assert anchor is not None
@@ -563,3 +560,40 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
                "    " + call.format(g="_B", tail="_ws, _split, _kc", ph=2),
                "elif _M and _N and _B: " + call.format(g="_B", tail=f"{av}, 1, _K", ph=0)]
     return src, launch, body.helpers
+
+
+# -- the families these templates write, and the tuner's points of each (families.py) -----------------------
+REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", "any", "all", "max",
+                        "min", "nansum"})
+MATMULS = frozenset({"mm", "bmm"})
+
+
+def _is_reduction(node: fx.Node) -> bool:
+    if node.op != "call_function" or packet(node) not in REDUCTIONS:
+        return False
+    # max/min with one tensor and no dim are full reductions; max/min of two tensors are pointwise
+    return not (packet(node) in ("max", "min") and len(node.args) > 1 and isinstance(node.args[1], fx.Node))
+
+
+def _is_matmul(node: fx.Node) -> bool:
+    return packet(node) in MATMULS
+
+
+register_family(Family("pointwise", "fused", lambda nm, g, mat, names, prec: pointwise_kernel(nm, g, mat, names),
+                       ("BLOCK", "NUM_WARPS"), rank=20))
+register_family(Family("matmul", "matmul", matmul_kernel,
+                       ("MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES", "MM_GROUP_M"),
+                       anchor=_is_matmul, dot=True, rank=40))
+register_family(Family("reduction", "reduce_{op}",
+                       lambda nm, g, mat, names, prec: reduction_kernel(nm, g, mat, names),
+                       ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"), anchor=_is_reduction, rank=50))
+register_space(Space("pointwise", ("BLOCK", "NUM_WARPS"),
+                     ((2048, 8), (4096, 8), (1024, 8), (512, 4), (2048, 4), (4096, 4), (256, 2), (1024, 2)), rank=10))
+register_space(Space("reduction", ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"),
+                     ((1, 1024, 4), (2, 512, 4), (1, 512, 2), (8, 128, 4), (4, 512, 8), (16, 64, 4), (1, 1024, 8),
+                      (2, 256, 2)), rank=40))
+register_space(Space("matmul", ("MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES",
+                                "MM_PRECISION"),
+                     ((128, 128, 32, 8, 3, "tf32x3"), (128, 64, 32, 4, 3, "tf32x3"), (128, 128, 16, 8, 3, "ieee"),
+                      (64, 128, 32, 4, 3, "ieee"), (64, 64, 32, 4, 3, "tf32x3"), (128, 64, 16, 4, 4, "ieee"),
+                      (64, 64, 64, 4, 2, "ieee"), (32, 64, 32, 2, 3, "ieee")), rank=70))

@@ -149,7 +149,7 @@ class SearchEngine:
                 raise SearchError(f"seed candidate {path!r} not found")
             src = p.read_text(encoding="utf-8")
             if not self.operator.can_repair:
-                from workbench.search.tunables import TunablesError, parse_tunables
+                from workbench.tunables import TunablesError, parse_tunables
 
                 try:
                     parse_tunables(src)
