@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,9 +33,21 @@ def workbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> tupl
     """`workbench ARGS` in a fresh process (as a user types it); (the finished process, its wall seconds)."""
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("TRITON_INTERPRET", None)
+    logs = os.environ.get("WB_GPU_CI_LOGS")  # stderr streamed to a file as it comes: a killed call keeps it
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd or REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    if logs:
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        log = Path(logs) / (re.sub(r"[^A-Za-z0-9_.-]+", "_", " ".join(args[:2]))[:60] + ".log")
+        with open(log, "w", encoding="utf-8") as err:
+            try:
+                done = subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd or REPO, env=env,
+                                      stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout)
+            finally:
+                err.flush()
+        proc = subprocess.CompletedProcess(done.args, done.returncode, done.stdout, log.read_text())
+    else:
+        proc = subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd or REPO, env=env,
+                              capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - t0
     record(" ".join(args[:2]), wall, proc.returncode)
     return proc, wall

@@ -77,7 +77,7 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
     root = kernelbench_root()
     args = ["suite", "kernelbench", "--root", str(root), "--levels", "1,2,3", "--problems", "1-3", "--device",
             "cuda", "--draft", "lower", "--budget", "2", "--run-dir", str(tmp_path), "--json"]
-    proc, wall = workbench(*args, timeout=420)
+    proc, wall = workbench(*args, timeout=300)
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
     assert report["complete"] and len(report["problems"]) == 9, report["counts"]
@@ -99,7 +99,7 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
 def test_suite_aten_a_handful_of_ops_in_fp32_and_bf16(tmp_path):
     ops = "add,mul,abs,exp,sigmoid,sum,amax,softmax,nn.functional.relu,nn.functional.gelu"
     proc, _ = workbench("suite", "aten", "--ops", ops, "--dtypes", "float32,bfloat16", "--device", "cuda",
-                        "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=420)
+                        "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=240)
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
     bad = [(p["problem_id"], p.get("diagnosis")) for p in report["problems"] if not p["correct"]]
