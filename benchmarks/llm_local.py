@@ -1,7 +1,7 @@
 """The LLM step with local models, measured: compile, pass and improvement rates per arm (issue 19).
 
 Each proposal is one real reply of a local model (llama.cpp server via `LlamaServer`, OpenAI API) to
-the universal operator's prompt, turned into a candidate two ways from the same reply:
+the LLM step's prompt (`workbench.llm.prompt`), turned into a candidate two ways from the same reply:
 
 - `raw`: the code as extracted (`workbench.llm.parse`), no repairs, no checks;
 - `repaired`: static repairs, then the pre-harness checks (a rejected one is not evaluated);
@@ -170,9 +170,11 @@ class Bench:
 
 def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, temperature: float,
                  turn: int) -> dict:  # fmt: skip
+    from workbench.llm.candidate import candidate_from_reply
     from workbench.llm.edits import editable_regions
-    from workbench.search.operators import LLMStepConfig, OperatorContext, UniversalPromptBuilder
-    from workbench.search.operators.llm_step import finish_reply
+    from workbench.llm.prompt import PromptBuilder
+    from workbench.llm.settings import LLMSettings
+    from workbench.search.operators import OperatorContext
 
     kb = arm.endswith("+kb")
     use_parent = arm.startswith("lowered")
@@ -181,7 +183,7 @@ def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, 
     if arm in ("lowered", "lowered+kb"):
         regions = editable_regions(parent.source)
         region = regions[turn % len(regions)] if regions else None
-    builder = UniversalPromptBuilder(retriever=bench.retriever() if kb else None, op_samples="auto" if kb else None,
+    builder = PromptBuilder(retriever=bench.retriever() if kb else None, op_samples="auto" if kb else None,
                                      knowledge_tokens=bench.args.knowledge_tokens)  # fmt: skip
     ctx = OperatorContext(spec_path=str(case.path), spec_source=case.path.read_text(), spec_key=case.name,
                           platform="cpu", arch="cpu-interpreter", parents=[parent] if use_parent else [],
@@ -198,8 +200,8 @@ def one_proposal(bench: Bench, llm: Any, case: SpecCase, arm: str, parent: Any, 
         "finish_reason": reply.finish_reason, "prompt_info": prompt.info,
         "region": region.name if region is not None else None,
     }  # fmt: skip
-    for label, cfg in (("raw", LLMStepConfig(repairs=False, prechecks=False)), ("repaired", LLMStepConfig())):
-        fin = finish_reply(reply.text, spec_source=ctx.spec_source, parent_source=parent_src, cfg=cfg,
+    for label, cfg in (("raw", LLMSettings(repairs=False, prechecks=False)), ("repaired", LLMSettings())):
+        fin = candidate_from_reply(reply.text, spec_source=ctx.spec_source, parent_source=parent_src, settings=cfg,
                            edit_prompt=edit_prompt, finish_reason=reply.finish_reason, region=region)  # fmt: skip
         out: dict[str, Any] = {"form": fin.form, "error_class": fin.error_class, "diagnosis": fin.diagnosis[:400],
                                "repairs": [n for n in fin.notes if n.startswith("repaired:")]}  # fmt: skip
@@ -251,9 +253,9 @@ def confirm(path: Path, replies: Path, rounds: int, args: argparse.Namespace) ->
     """Re-time every improvement of a finished run: parent and candidate evaluated alternately
     `rounds` more times (fresh harness runs, same machine), so load noise on a shared CPU cannot
     make one lucky timing an improvement. Adds `confirmed` (median ratio > 1.10) to each record."""
+    from workbench.llm.candidate import candidate_from_reply
     from workbench.llm.edits import editable_regions
-    from workbench.search.operators import LLMStepConfig
-    from workbench.search.operators.llm_step import finish_reply
+    from workbench.llm.settings import LLMSettings
 
     doc = json.loads(path.read_text())
     texts = [json.loads(line) for line in replies.read_text().splitlines() if line.strip()]
@@ -269,9 +271,9 @@ def confirm(path: Path, replies: Path, rounds: int, args: argparse.Namespace) ->
             case = cases[rec["spec"]]
             src, _ = bench.parent(case)
             region = next((r for r in editable_regions(src) if r.name == rec.get("region")), None)
-            fin = finish_reply(rep["reply"], spec_source=case.path.read_text(), parent_source=src,
-                               cfg=LLMStepConfig(), edit_prompt=rec["arm"] != "lowered_module",
-                               region=region)  # fmt: skip
+            fin = candidate_from_reply(rep["reply"], spec_source=case.path.read_text(), parent_source=src,
+                                       settings=LLMSettings(), edit_prompt=rec["arm"] != "lowered_module",
+                                       region=region)  # fmt: skip
             ratios = []
             for _ in range(rounds):
                 bench._evals.clear()  # fresh timings every round

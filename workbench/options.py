@@ -66,8 +66,8 @@ def _default_text(f: Field) -> str:
         value = f.default_factory()  # type: ignore[misc]
     else:
         return ""
-    if value in (None, [], {}, ()) or isinstance(value, bool):
-        return ""
+    if dataclasses.is_dataclass(value) or value in (None, [], {}, ()) or isinstance(value, bool):
+        return ""  # a nested settings record: its own help lists its defaults
     if isinstance(value, list):
         value = ",".join(str(v) for v in value)
     return f" (default {value})"

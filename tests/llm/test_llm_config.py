@@ -113,7 +113,7 @@ def test_every_key_variable_is_stripped_from_candidate_processes():
     # the harness launches candidates with workbench.env.stripped_environ(); the variables this package
     # reads a key from must all be caught by it
     from workbench.env import stripped_environ
-    from workbench.llm.config import ENV_VARS
+    from workbench.llm.provider_config import ENV_VARS
 
     env = {var: SECRET for var in ENV_VARS["api_key"]} | {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}
     assert stripped_environ(env) == {"PATH": "/bin", "WORKBENCH_LLM_MODEL": "m"}

@@ -1,5 +1,5 @@
 """The prompt is kept within the model's context window: the window comes from the configuration or
-the server's /models, the builder drops sections and clips the reference to fit, and the operator
+the server's /models, the builder drops sections and clips the reference to fit, and the LLM step
 records what it did (`meta["prompt"]`) and learns the server's characters per token."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from pathlib import Path
 from llm_stub_server import Reply, completion
 
 from workbench.llm import get_provider
+from workbench.llm.prompt import PromptBuilder
+from workbench.llm.settings import LLMSettings
 from workbench.search.node import Node
-from workbench.search.operators import LLMOperator, LLMStepConfig, OperatorContext, UniversalPromptBuilder
+from workbench.search.operators import LLMOperator, OperatorContext, Signal
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples/vector_add/spec.py"
@@ -49,7 +51,7 @@ def _ctx(parents=()) -> OperatorContext:
 
 
 def test_sections_are_dropped_in_order_until_the_prompt_fits() -> None:
-    builder = UniversalPromptBuilder(retriever=_Knowledge(), op_samples=None)
+    builder = PromptBuilder(retriever=_Knowledge(), op_samples=None)
     ctx = _ctx()
     full = builder.assemble(ctx)
     assert "A long section of knowledge" in full.text and "# best" in full.text
@@ -66,15 +68,15 @@ def test_sections_are_dropped_in_order_until_the_prompt_fits() -> None:
 def test_the_operator_fits_its_prompt_and_records_the_sizes(stub) -> None:
     reply = "```python\n" + PARENT.replace("BLOCK_SIZE = 64", "BLOCK_SIZE = 256") + "```"
     stub.set(Reply(body=completion(reply, prompt_tokens=700, completion_tokens=300)))
-    op = LLMOperator(_provider(stub.url), UniversalPromptBuilder(retriever=_Knowledge(), op_samples=None),
-                     max_tokens=512, step=LLMStepConfig(context_window=1800, edits="off"))  # fmt: skip
+    op = LLMOperator(_provider(stub.url), LLMSettings(context_window=1800, edits="off", max_new_tokens=512),
+                     prompts=PromptBuilder(retriever=_Knowledge(), op_samples=None))  # fmt: skip
     parent = Node(run_id="r", spec_key="s", operator="seed", source=PARENT, status="passed", fitness=1.0,
                   speedup=1.0)  # fmt: skip
     prop = op.propose(_ctx([parent]))
     info = prop.meta["prompt"]
-    assert prop.source is not None and not prop.rejected
+    assert prop.source is not None and prop.signal is Signal.CANDIDATE
     assert info["context_window"] == 1800 and info["budget_tokens"] == 1800 - 512 - 48
     assert "knowledge" in info["dropped"] and info["prompt_tokens_est"] <= info["budget_tokens"]
     assert stub.requests[-1].body["max_tokens"] == 512
     # the server counted 700 tokens for this prompt: the next estimate uses its ratio if it is lower
-    assert op._chars_per_token == min(3.0, info["prompt_chars"] / 700)
+    assert op.step._chars_per_token == min(3.0, info["prompt_chars"] / 700)

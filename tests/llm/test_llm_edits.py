@@ -1,5 +1,5 @@
 """SEARCH/REPLACE edits against a parent (workbench.llm.edits) and the reply pipeline that uses them
-(workbench.search.operators.llm_step.finish_reply)."""
+(workbench.llm.candidate.candidate_from_reply)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from workbench.llm.candidate import candidate_from_reply
 from workbench.llm.edits import Edit, apply_edits, apply_region, editable_regions, parse_edits
 from workbench.llm.precheck import precheck
-from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError, finish_reply
+from workbench.llm.settings import LLMSettings, LLMSettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLIES = Path(__file__).parent / "fixtures" / "replies"
@@ -55,47 +56,47 @@ def test_an_edit_that_does_not_apply_is_a_diagnosis_and_nothing_is_applied() -> 
     assert noop.source is None and "unchanged" in noop.diagnosis
 
 
-def _cfg(**kw) -> LLMStepConfig:
-    return LLMStepConfig(**kw)
+def _cfg(**kw) -> LLMSettings:
+    return LLMSettings(**kw)
 
 
-def test_finish_reply_applies_edits_then_checks() -> None:
+def test_candidate_from_reply_applies_edits_then_checks() -> None:
     reply = "Bigger blocks:\n" + _block("BLOCK_SIZE = 64\n", "BLOCK_SIZE = 512\n")
-    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True)
+    fin = candidate_from_reply(reply, spec_source=SPEC, parent_source=PARENT, settings=_cfg(), edit_prompt=True)
     assert fin.form == "edits" and not fin.rejected and fin.error_class is None
     assert "BLOCK_SIZE = 512" in fin.source and fin.notes[0] == "applied 1 edit(s) to the parent"
 
 
-def test_finish_reply_whole_module_instead_of_edits_is_accepted() -> None:
+def test_candidate_from_reply_whole_module_instead_of_edits_is_accepted() -> None:
     module = PARENT.replace("BLOCK_SIZE = 64", "BLOCK_SIZE = 256")
-    fin = finish_reply(f"```python\n{module}```\n", spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
+    fin = candidate_from_reply(f"```python\n{module}```\n", spec_source=SPEC, parent_source=PARENT, settings=_cfg(),
                        edit_prompt=True)  # fmt: skip
     assert fin.form == "module" and fin.source.strip() == module.strip() and not fin.rejected
 
 
-def test_finish_reply_unapplied_edit_and_identical_module() -> None:
-    bad = finish_reply(_block("nothing like this\n", "x\n"), spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
-                       edit_prompt=True)  # fmt: skip
+def test_candidate_from_reply_unapplied_edit_and_identical_module() -> None:
+    bad = candidate_from_reply(_block("nothing like this\n", "x\n"), spec_source=SPEC, parent_source=PARENT,
+                               settings=_cfg(), edit_prompt=True)  # fmt: skip
     assert bad.source is None and bad.error_class == "edit_not_applied"
-    same = finish_reply(f"```python\n# reformatted\n{PARENT}```", spec_source=SPEC, parent_source=PARENT,
-                        cfg=_cfg(), edit_prompt=True)  # fmt: skip
+    same = candidate_from_reply(f"```python\n# reformatted\n{PARENT}```", spec_source=SPEC, parent_source=PARENT,
+                        settings=_cfg(), edit_prompt=True)  # fmt: skip
     assert same.rejected and "precheck:identical_to_parent" in same.diagnosis
 
 
 def test_real_smollm2_reply_echoing_the_edit_template_is_no_code() -> None:
     reply = (REPLIES / "smollm2_vector_add_edit_template_echo.txt").read_text()
-    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True)
+    fin = candidate_from_reply(reply, spec_source=SPEC, parent_source=PARENT, settings=_cfg(), edit_prompt=True)
     assert fin.source is None and fin.error_class in ("edit_not_applied", "parse_error")
 
 
-def test_step_config_rejects_bad_options_with_one_line() -> None:
-    with pytest.raises(LLMStepError, match="best_of"):
-        LLMStepConfig(best_of=0)
-    with pytest.raises(LLMStepError, match="temperatures"):
-        LLMStepConfig(temperatures=[3.0])
-    with pytest.raises(LLMStepError, match="unknown llm_step option"):
-        LLMStepConfig.from_dict({"beam": 3})
-    assert [LLMStepConfig(temperatures=[0.2, 0.8]).temperature(i) for i in range(3)] == [0.2, 0.8, 0.2]
+def test_settings_reject_bad_options_with_one_line() -> None:
+    with pytest.raises(LLMSettingsError, match="best_of"):
+        LLMSettings(best_of=0)
+    with pytest.raises(LLMSettingsError, match="temperatures"):
+        LLMSettings(temperatures=[3.0])
+    with pytest.raises(LLMSettingsError, match="unknown llm_step option"):
+        LLMSettings.from_dict({"beam": 3})
+    assert [LLMSettings(temperatures=[0.2, 0.8]).temperature(i) for i in range(3)] == [0.2, 0.8, 0.2]
 
 
 def test_regions_of_a_parent_and_their_replacement() -> None:
@@ -124,11 +125,12 @@ def test_a_kernel_region_keeps_its_decorator_and_a_method_its_indentation() -> N
     assert "\n        b = b.contiguous()\n" in out.source and precheck(out.source, spec_source=SPEC) == []
 
 
-def test_finish_reply_region_path_on_a_fenced_part() -> None:
+def test_candidate_from_reply_region_path_on_a_fenced_part() -> None:
     region = editable_regions(PARENT)[0]
     reply = "```python\nTUNABLES = {\"BLOCK_SIZE\": [64, 1024]}\nBLOCK_SIZE = 1024\nNUM_WARPS = 4\n```\nBigger blocks."
-    fin = finish_reply(reply, spec_source=SPEC, parent_source=PARENT, cfg=_cfg(), edit_prompt=True, region=region)
+    fin = candidate_from_reply(reply, spec_source=SPEC, parent_source=PARENT, settings=_cfg(), edit_prompt=True,
+                               region=region)  # fmt: skip
     assert fin.form == "region" and not fin.rejected and "BLOCK_SIZE = 1024" in fin.source
-    same = finish_reply(f"```python\n{region.text}\n```", spec_source=SPEC, parent_source=PARENT, cfg=_cfg(),
-                        edit_prompt=True, region=region)  # fmt: skip
+    same = candidate_from_reply(f"```python\n{region.text}\n```", spec_source=SPEC, parent_source=PARENT,
+                                settings=_cfg(), edit_prompt=True, region=region)  # fmt: skip
     assert same.source is None and "the same as the parent's" in same.diagnosis

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from retrieval.samples import CodeSample, OpSampleIndex, op_overlap
+from workbench.llm.prompt import PromptBuilder
+from workbench.llm.spec_ops import compute_ops, spec_ops
 from workbench.search.node import Node
-from workbench.search.operators import OperatorContext, UniversalPromptBuilder
-from workbench.search.operators.spec_ops import compute_ops, spec_ops
+from workbench.search.operators import OperatorContext
 
 ROOT = Path(__file__).resolve().parents[2]
 KB1 = Path("/work/shared/kernelbench/level1")
@@ -68,7 +69,7 @@ def _ctx(spec: Path, related=()) -> OperatorContext:
 
 @pytest.mark.skipif(not KB1.is_dir(), reason="KernelBench is not at /work/shared/kernelbench")
 def test_prompt_shows_a_same_op_sample_and_nothing_for_an_unmatched_op(index: OpSampleIndex, tmp_path: Path) -> None:
-    builder = UniversalPromptBuilder(retriever=None, op_samples=index)
+    builder = PromptBuilder(retriever=None, op_samples=index)
     softmax = builder.assemble(_ctx(KB1 / "23_Softmax.py"))
     assert f"## Code sample: a correct kernel for the same ops ({', '.join(SOFTMAX)})" in softmax.text
     assert "From examples/row_softmax/candidate.py." in softmax.text
@@ -106,7 +107,7 @@ def test_similarity_code_samples_are_left_out_of_the_knowledge_when_op_keyed(ind
             return R()
 
     ctx = _ctx(ROOT / "examples/vector_add/spec.py")
-    keyed = UniversalPromptBuilder(retriever=Retriever(), op_samples=index).assemble(ctx)
+    keyed = PromptBuilder(retriever=Retriever(), op_samples=index).assemble(ctx)
     assert "Mask the tail." in keyed.text and "some_other_op_kernel" not in keyed.text
-    plain = UniversalPromptBuilder(retriever=Retriever(), op_samples=None).assemble(ctx)
+    plain = PromptBuilder(retriever=Retriever(), op_samples=None).assemble(ctx)
     assert "some_other_op_kernel" in plain.text

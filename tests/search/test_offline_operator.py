@@ -9,7 +9,7 @@ import pytest
 
 from workbench.memory import content_hash
 from workbench.search.node import Node
-from workbench.search.operators import OfflineTuningOperator, OperatorContext
+from workbench.search.operators import OfflineTuningOperator, OperatorContext, Signal
 from workbench.search.tunables import TunablesError, apply_config, parse_tunables
 
 FIX = Path(__file__).parent / "fixtures"
@@ -54,7 +54,7 @@ def test_mutations_are_valid_new_and_parse() -> None:
     for seed in range(12):
         prop = op.propose(_ctx(SRC, seen=seen, seed=seed))
         if prop.source is None:
-            assert prop.exhausted
+            assert prop.signal is Signal.EXHAUSTED
             break
         ast.parse(prop.source)
         cfg = parse_tunables(prop.source).current

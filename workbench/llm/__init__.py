@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.llm.base import ERROR_KINDS, LLMError, LLMProvider, LLMReply, NoneProvider
-from workbench.llm.config import PROVIDERS, LLMConfig
+from workbench.llm.provider import ERROR_KINDS, LLMError, LLMProvider, LLMReply, NoneProvider
+from workbench.llm.provider_config import PROVIDERS, LLMConfig
 
 __all__ = [
     "ERROR_KINDS",

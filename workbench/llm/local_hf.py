@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.llm.base import LLMError, LLMProvider, LLMReply, validate_messages
-from workbench.llm.config import LLMConfig
+from workbench.llm.provider import LLMError, LLMProvider, LLMReply, validate_messages
+from workbench.llm.provider_config import LLMConfig
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from workbench.llm.base import LLMError, LLMProvider, LLMReply, validate_messages
-from workbench.llm.config import LLMConfig
+from workbench.llm.provider import LLMError, LLMProvider, LLMReply, validate_messages
+from workbench.llm.provider_config import LLMConfig
 
 log = logging.getLogger(__name__)
 

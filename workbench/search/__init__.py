@@ -78,7 +78,7 @@ def optimize(
     return engine.run()
 
 
-_STORED_AS = ("spec_path", "run_dir", "seeds", "shapes", "overrides", "policy_options", "llm_options", "llm_step")
+_STORED_AS = ("spec_path", "run_dir", "seeds", "shapes", "overrides", "policy_options", "llm_options")
 
 
 def _normalised(values: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +91,10 @@ def _normalised(values: dict[str, Any]) -> dict[str, Any]:
         out["seeds"] = [str(s) for s in out["seeds"]]
     if out.get("shapes") is not None:
         out["shapes"] = list(out["shapes"]) or None
-    for name in ("overrides", "policy_options", "llm_options", "llm_step"):
+    for name in ("overrides", "policy_options", "llm_options"):
         if name in out:
             out[name] = dict(out[name] or {})
+    # llm_step: an LLMSettings, or a dict the config turns into one
     return out
 
 

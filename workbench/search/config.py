@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.llm.settings import LLMSettings, LLMSettingsError
 from workbench.options import option
 from workbench.search.policies import POLICIES
 from workbench.search.termination import Limits
@@ -58,14 +59,21 @@ class SearchConfig:
                                          help="an LLM provider option (repeatable): model=..., base_url=...; "
                                               "keys come from the environment, never from here")
     offline_share: float = option(0.25, help="share of LLM-run expansions given to the offline tuner")
-    llm_max_new_tokens: int = option(2048, flag="--max-new-tokens",
-                                     help="LLM reply length limit (prompt + reply must fit the model's context)")
-    llm_temperature: float = option(0.7, flag="--temperature", help="LLM sampling temperature")
-    llm_step: dict[str, Any] = option(default_factory=dict, kind="pairs",
-                                      parse=lambda v: parse_set(v, "--llm-step"),
-                                      help="an LLM step option (repeatable): best_of=2, temperatures=[0.2,0.8], "
-                                           "edits=region|search_replace|off, repairs=False, prechecks=False, "
-                                           "samples=ops|off, context_window=4096")
+    # the LLM step's settings, one typed record (workbench/llm/settings.py: every default is declared there)
+    llm_step: LLMSettings = option(default_factory=LLMSettings, kind="pairs",
+                                   parse=lambda v: parse_set(v, "--llm-step"),
+                                   help="an LLM step setting (repeatable): best_of=2, temperatures=[0.2,0.8], "
+                                        "edits=region|search_replace|off, repairs=False, prechecks=False, "
+                                        "samples=ops|off, context_window=4096, max_new_tokens=1024, "
+                                        "template=universal_v1 (see docs/llm.md)")
+    # two shortcuts into llm_step, kept as flags: folded into it when the config is built (then None)
+    llm_max_new_tokens: int | None = option(None, flag="--max-new-tokens", metavar="N",
+                                            help="LLM reply length limit, = --llm-step max_new_tokens=N (default "
+                                                 f"{LLMSettings.default('max_new_tokens')}; prompt + reply must "
+                                                 "fit the model's context)")
+    llm_temperature: float | None = option(None, flag="--temperature", metavar="X",
+                                           help="LLM sampling temperature of every reply, = --llm-step "
+                                                f"temperatures=[X] (default {LLMSettings.default('temperatures')})")
     budget: int | None = option(20, help="nodes to create after the seeds")
     max_wall_s: float | None = option(None, flag="--wall", metavar="SECONDS", help="wall-time budget")
     max_tokens: int | None = option(None, flag="--tokens", help="LLM token budget")
@@ -91,6 +99,23 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if self.shapes is not None:  # `--shapes ""` or () means all the spec declares, as None does
             self.shapes = list(self.shapes) or None
+        self.llm_step = self._fold_llm_step()
+
+    def _fold_llm_step(self) -> LLMSettings:
+        """`llm_step` as LLMSettings (it may arrive as a dict: a saved run, `--llm-step`, a keyword) with
+        the shortcut fields applied; a key given in the dict itself wins over its shortcut."""
+        given = self.llm_step
+        d = given.to_dict() if isinstance(given, LLMSettings) else dict(given or {})
+        explicit = set() if isinstance(given, LLMSettings) else set(d)
+        if self.llm_temperature is not None and "temperatures" not in explicit:
+            d["temperatures"] = [self.llm_temperature]
+        if self.llm_max_new_tokens is not None and "max_new_tokens" not in explicit:
+            d["max_new_tokens"] = self.llm_max_new_tokens
+        self.llm_temperature = self.llm_max_new_tokens = None
+        try:
+            return LLMSettings.from_dict(d)
+        except LLMSettingsError as exc:
+            raise SearchError(str(exc)) from None
 
     def validate(self) -> None:
         if self.policy not in POLICIES:
@@ -107,13 +132,8 @@ class SearchConfig:
             self.limits()
         except ValueError as exc:
             raise SearchError(str(exc)) from None
-        if self.llm_step:
-            from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError
-
-            try:
-                LLMStepConfig.from_dict(self.llm_step)
-            except (LLMStepError, TypeError) as exc:
-                raise SearchError(str(exc)) from None
+        if not isinstance(self.llm_step, LLMSettings):  # assigned after construction
+            self.llm_step = self._fold_llm_step()
         for key in self.llm_options:
             from workbench.env import is_secret_name
 

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.evaluator import EvalJob, Evaluator
+from workbench.llm.transcript import CALLS_DIR
 from workbench.memory import Memory, Node, RunInfo, default_memory_path
 from workbench.result import EvalResult, Status
 from workbench.search import termination as T
 from workbench.search.config import SearchConfig, SearchError, check_spec, spec_key, spec_name
 from workbench.search.diagnosis import diagnose
 from workbench.search.node import Tree
-from workbench.search.operators import OfflineTuningOperator, Operator, OperatorContext, Proposal
+from workbench.search.operators import OfflineTuningOperator, Operator, OperatorContext, Proposal, Signal
 from workbench.search.policies import Policy, Selection, make_policy
 from workbench.search.progress import Progress
 from workbench.search.run import Run
@@ -110,6 +111,7 @@ class SearchEngine:
         self._evaluator = evaluator
         self._own_evaluator = evaluator is None
         self.run_id = resume or new_run_id(config.spec_path)
+        self.run_folder = Path(config.run_dir) / self.run_id  # the run's artifacts and its saved LLM calls
         self.stop: T.Stop | None = None
         self._seq = 0
         self._seed_ids: list[str] = []
@@ -125,11 +127,9 @@ class SearchEngine:
         try:
             return make_operator(
                 self.cfg.llm,
+                self.cfg.llm_step,
                 retriever=retriever,
                 offline_share=self.cfg.offline_share,
-                max_new_tokens=self.cfg.llm_max_new_tokens,
-                temperature=self.cfg.llm_temperature,
-                step=self.cfg.llm_step or None,
                 **self.cfg.llm_options,
             )
         except ImportError as exc:
@@ -330,6 +330,7 @@ class SearchEngine:
             overrides=dict(self.cfg.overrides),
             seed=self.rng.getrandbits(32),
             related=self._related() if getattr(self.operator, "uses_related", False) else [],
+            calls_dir=str(self.run_folder / CALLS_DIR),
         )
 
     def _related(self, k: int = 12) -> list[tuple[str, Node]]:
@@ -380,38 +381,37 @@ class SearchEngine:
             )
 
     def _take(self, prop: Proposal, sel: Selection) -> Node | None:
-        """Turn a proposal into a node: pending (to evaluate), a recorded failure, or nothing (discarded).
-        The rejected alternatives of a best-of-n (`prop.extra`) are recorded first."""
+        """Turn a proposal into a node: pending (to evaluate), a recorded failure or rejection, or nothing
+        (a free duplicate, or an exhausted operator). The turned-away replies of a best-of-n
+        (`prop.extra`) are recorded first."""
         for other in prop.extra:
             self._take(other, sel)
         parents = [p.id for p in sel.parents]
-        if prop.source is None and prop.exhausted:
+        if prop.signal is Signal.EXHAUSTED:
             self.policy.release(sel, self.tree)
-            return self._discard(prop.diagnosis)
-        if prop.source is not None and not prop.rejected:
+            return self._discard(prop.diagnosis, exhausted=True)
+        if prop.signal is Signal.CANDIDATE:
             dup = next((n for n in self.tree if n.source == prop.source), None)
             if dup is not None:
-                if prop.operator.startswith("offline"):
+                if not prop.costly:  # free to make again (the offline tuner): dropped, not recorded
                     self.policy.release(sel, self.tree)
                     return self._discard(f"proposal identical to node {dup.id}")
-                prop = Proposal(
-                    prop.operator,
-                    source=prop.source,
-                    prompt=prop.prompt,
-                    response=prop.response,
+                prop = dataclasses.replace(
+                    prop,
+                    signal=Signal.REJECTED,
                     error_class="duplicate",
                     diagnosis=f"rejected before evaluation: the candidate is identical to node {dup.id}",
-                    prompt_tokens=prop.prompt_tokens,
-                    completion_tokens=prop.completion_tokens,
-                    meta=prop.meta,
-                    rejected=True,
+                    extra=[],
                 )
         self._discards = 0
+        rejected = prop.signal is Signal.REJECTED
         meta = dict(prop.meta)
-        if prop.source is not None and prop.diagnosis and not prop.rejected:
+        if prop.signal is Signal.CANDIDATE and prop.diagnosis:
             meta["note"] = prop.diagnosis
-        if prop.rejected:
+        if rejected:
             meta["rejected"] = True  # spent no evaluation: the resume replay counts it the same way
+        if prop.provenance is not None:
+            meta["provenance"] = prop.provenance.to_meta(self.run_folder)
         node = self._node(
             prop.operator,
             parents,
@@ -425,7 +425,7 @@ class SearchEngine:
         )
         self.term.add_tokens(prop.prompt_tokens + prop.completion_tokens)
         self.tree.add(node)
-        if prop.source is None or prop.rejected:
+        if prop.signal is not Signal.CANDIDATE:
             node.fail_generation(prop.error_class or "generation_failed", prop.diagnosis)
             self._record(node)
             if prop.fatal:
@@ -434,10 +434,12 @@ class SearchEngine:
         self.memory.save_node(node)
         return node
 
-    def _discard(self, why: str) -> None:
+    def _discard(self, why: str, *, exhausted: bool = False) -> None:
+        """Nothing recorded for this proposal. `exhausted`: the operator said it has nothing new left;
+        else many discards in a row mean the same."""
         self._discards += 1
         log.debug("proposal discarded (%d in a row): %s", self._discards, why)
-        if self._discards >= _MAX_DISCARDS or "every valid configuration" in why:
+        if exhausted or self._discards >= _MAX_DISCARDS:
             self.stop = T.Stop(T.SPACE_EXHAUSTED, why)
         return None
 
@@ -476,6 +478,10 @@ class SearchEngine:
 
     def _record(self, node: Node) -> None:
         self.memory.save_node(node)  # committed: from here a SIGKILL cannot lose this node
+        try:
+            self.operator.record_verdict(node, self.run_folder)
+        except Exception:  # the node is saved; a transcript that cannot be linked must not stop the search
+            log.exception("operator %s: recording the verdict of node %s failed", self.operator.name, node.id)
         if node.error_class:
             self.failures[node.error_class] += 1
         self.policy.observe(node, self.tree)

@@ -1,28 +1,28 @@
-"""Operators turn parent nodes into new candidates: the universal LLM operator and the offline tuner."""
+"""Operators turn parent nodes into new candidates: the LLM operator (`llm.py`, an adapter over
+`workbench.llm`) and the offline tuner (`offline.py`), alone or mixed."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from workbench.search.operators.base import Operator, OperatorContext, Proposal
-from workbench.search.operators.llm_step import LLMStepConfig, LLMStepError
+from workbench.llm.settings import LLMSettings
+from workbench.search.node import Node
+from workbench.search.operators.base import Operator, OperatorContext, Proposal, Provenance, Signal
+from workbench.search.operators.llm import LLMOperator
 from workbench.search.operators.offline import OfflineTuningOperator, has_tunables
-from workbench.search.operators.prompt import UniversalPromptBuilder, load_template
-from workbench.search.operators.universal import LLMOperator
 
 __all__ = [
     "LLMOperator",
-    "LLMStepConfig",
-    "LLMStepError",
     "OfflineTuningOperator",
     "Operator",
     "OperatorContext",
     "OperatorMix",
     "Proposal",
-    "UniversalPromptBuilder",
+    "Provenance",
+    "Signal",
     "has_tunables",
-    "load_template",
+    "make_operator",
 ]
 
 
@@ -48,9 +48,12 @@ class OperatorMix(Operator):
             and rng.random() < self.offline_share
         ):
             prop = self.offline.propose(ctx)
-            if prop.source is not None:
+            if prop.signal is Signal.CANDIDATE:
                 return prop
         return self.llm.propose(ctx)
+
+    def record_verdict(self, node: Node, run_folder: Any) -> None:
+        self.llm.record_verdict(node, run_folder)
 
     def close(self) -> None:
         self.llm.close()
@@ -58,38 +61,21 @@ class OperatorMix(Operator):
 
 def make_operator(
     llm: str = "none",
+    settings: LLMSettings | None = None,
     *,
     retriever: Any = "auto",
     offline_share: float = 0.25,
-    template: str = "universal_v2",
-    max_new_tokens: int = 2048,
-    temperature: float = 0.7,
-    step: dict[str, Any] | LLMStepConfig | None = None,
-    **llm_cfg: Any,
+    **provider_options: Any,
 ) -> Operator:
-    """`none`: the offline tuner alone (the embedded default). A provider name: the universal LLM
-    operator with the tuner beside it. `step`: the LLM step's options (`LLMStepConfig`); without
-    `temperatures` there, `temperature` is the schedule."""
+    """`none`: the offline tuner alone (the embedded default). A provider name (`workbench.llm.PROVIDERS`):
+    the LLM operator with `settings`, and the tuner beside it when `offline_share` > 0.
+    `provider_options`: `LLMConfig` fields (model, base_url ...); keys come from the environment."""
     offline = OfflineTuningOperator()
     if llm == "none":
         return offline
     from workbench.llm import get_provider
 
-    step_cfg = step if isinstance(step, LLMStepConfig) else LLMStepConfig.from_dict(
-        {"temperatures": [temperature], **(step or {})}
-    )
-    provider = get_provider(llm, **llm_cfg)
-    builder = UniversalPromptBuilder(
-        template,
-        retriever=retriever,
-        op_samples="auto" if step_cfg.samples == "ops" else None,
-        sample_min_overlap=step_cfg.sample_min_overlap,
-    )
-    op = LLMOperator(
-        provider,
-        builder,
-        max_tokens=max_new_tokens,
-        concurrent=llm == "openai",
-        step=step_cfg,
-    )
+    provider = get_provider(llm, **provider_options)
+    # a local model generates one reply at a time; an HTTP endpoint takes parallel requests
+    op = LLMOperator(provider, settings, retriever=retriever, concurrent=llm == "openai")
     return OperatorMix(op, offline, offline_share=offline_share) if offline_share > 0 else op

@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from workbench.memory.records import content_hash
-from workbench.search.operators.base import Operator, OperatorContext, Proposal
+from workbench.search.operators.base import Operator, OperatorContext, Proposal, Provenance, Signal
 from workbench.search.tunables import TunablesError, TunableSpace, apply_config, parse_tunables
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class OfflineTuningOperator(Operator):
             return Proposal(
                 kind,
                 error_class="space_exhausted",
-                exhausted=True,
+                signal=Signal.EXHAUSTED,
                 diagnosis=f"every valid configuration of the {space.size()} in the tuning space "
                 f"of node {parent.id} is already in the graph",
             )
@@ -142,4 +142,5 @@ class OfflineTuningOperator(Operator):
             source=source,
             diagnosis=f"tuned: {desc}",
             meta={"config": cfg, "changed": changed, "tries": tries},
+            provenance=Provenance("offline", form="tuned"),
         )

@@ -1,11 +1,12 @@
-"""The universal operator's prompt: one builder over the runtime context, fitted to the model's window.
+"""The LLM step's prompt: one builder over the runtime context, fitted to the model's window.
 
 The prompt assembles the spec's reference source, the parent kernel(s), the parent's diagnosis
 (compile error, mismatch report, timings and speedup, profile summary), code samples for the same
 aten ops as the spec (the repository's kernels and passing kernels of earlier runs, issue 19),
 knowledge retrieved for that diagnosis when a `retrieval.Retriever` is available, and the best past
 attempts and distinct past failures from the context memory. A passing parent gets an answer format
-of SEARCH/REPLACE edits. The templates are package data (`templates/universal_v*.md`).
+of SEARCH/REPLACE edits or of one named region. The templates are package data
+(`workbench/llm/templates/universal_v*.md`).
 
 When the model's context window is known, sections are dropped (knowledge, then memory, then
 samples) and long texts clipped until prompt + reply fit; what was done is in `Prompt.info`.
@@ -22,17 +23,18 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from workbench.search.node import Node
-from workbench.search.operators.base import OperatorContext
+from workbench.llm.context import StepContext
+from workbench.llm.settings import LLMSettings
+from workbench.memory.records import Node
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TEMPLATE = "universal_v2"
+DEFAULT_TEMPLATE = LLMSettings.default("template")
 
 
 def load_template(name: str = DEFAULT_TEMPLATE) -> tuple[str, str]:
-    """(system, user) texts of a template shipped in `workbench/search/templates/<name>.md`."""
-    text = resources.files("workbench.search").joinpath("templates").joinpath(f"{name}.md").read_text("utf-8")
+    """(system, user) texts of a template shipped in `workbench/llm/templates/<name>.md`."""
+    text = resources.files("workbench.llm").joinpath("templates").joinpath(f"{name}.md").read_text("utf-8")
     text = re.sub(r"<!--.*?-->\s*", "", text, count=1, flags=re.S)  # the leading maintainer comment
     m = re.match(r"\s*# system\n(.*?)\n# user\n(.*)\Z", text, flags=re.S)
     if not m:
@@ -92,7 +94,7 @@ def _clip(text: str, limit: int) -> str:
     return text[:limit] + f"\n# ... [{len(text) - limit} more characters cut]"
 
 
-class UniversalPromptBuilder:
+class PromptBuilder:
     """Builds the chat messages for one expansion. `retriever`: a `retrieval.Retriever`, None for no
     retrieval, or "auto" to use `retrieval.Retriever.default()` when the package is installed."""
 
@@ -138,7 +140,7 @@ class UniversalPromptBuilder:
             if self._op_samples == "auto":
                 try:
                     from retrieval.samples import OpSampleIndex
-                    from workbench.search.operators.spec_ops import spec_ops
+                    from workbench.llm.spec_ops import spec_ops
 
                     self._op_samples = OpSampleIndex(spec_ops)
                 except ImportError as exc:
@@ -191,7 +193,7 @@ class UniversalPromptBuilder:
                 out.append(f"\n## What happened to {who}\n{_clip(p.diagnosis, 3000)}\n")
         return "".join(out)
 
-    def _knowledge_section(self, ctx: OperatorContext) -> str:
+    def _knowledge_section(self, ctx: StepContext) -> str:
         retriever = self.retriever
         if retriever is None:
             return ""
@@ -224,7 +226,7 @@ class UniversalPromptBuilder:
             else ""
         )
 
-    def _memory_section(self, ctx: OperatorContext) -> str:
+    def _memory_section(self, ctx: StepContext) -> str:
         parents = {p.id for p in ctx.parents}
         best = [n for n in ctx.past_best if n.id not in parents]
         out = []
@@ -250,13 +252,13 @@ class UniversalPromptBuilder:
             out.append("\n## Past failures on this spec (avoid repeating them)\n" + "\n".join(lines) + "\n")
         return "".join(out)
 
-    def _samples_section(self, ctx: OperatorContext, info: dict[str, Any]) -> str:
+    def _samples_section(self, ctx: StepContext, info: dict[str, Any]) -> str:
         """Kernels for the same aten ops as the spec; nothing rather than a kernel for another op."""
         index = self.op_samples
         if index is None:
             return ""
         from retrieval.samples import CodeSample
-        from workbench.search.operators.spec_ops import spec_ops
+        from workbench.llm.spec_ops import spec_ops
 
         try:
             ops = spec_ops(ctx.spec_path, ctx.overrides)
@@ -295,14 +297,14 @@ class UniversalPromptBuilder:
         return "".join(out)
 
     # -- assembly ----------------------------------------------------------------------------
-    def build(self, ctx: OperatorContext, *, edit_prompt: bool = False) -> tuple[list[dict[str, str]], str]:
+    def build(self, ctx: StepContext, *, edit_prompt: bool = False) -> tuple[list[dict[str, str]], str]:
         """The chat messages, and the same prompt as one text (saved with the node)."""
         p = self.assemble(ctx, edit_prompt=edit_prompt)
         return p.messages, p.text
 
     def assemble(
         self,
-        ctx: OperatorContext,
+        ctx: StepContext,
         *,
         edit_prompt: bool = False,
         budget_tokens: int | None = None,
@@ -361,5 +363,9 @@ class UniversalPromptBuilder:
     def _fill(self, fields: dict[str, str]) -> tuple[list[dict[str, str]], str]:
         user = string.Template(self.user).safe_substitute(fields)
         messages = [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
-        text = "".join(f"### {m['role']}\n{m['content']}\n" for m in messages)
-        return messages, text
+        return messages, chat_text(messages)
+
+
+def chat_text(messages: list[dict[str, str]]) -> str:
+    """The chat as one text: what a node's `prompt` holds."""
+    return "".join(f"### {m['role']}\n{m['content']}\n" for m in messages)

@@ -1,5 +1,6 @@
-"""The universal operator: prompt assembly from the runtime context, and the LLM step's failure paths
-through the real `openai` provider against a local HTTP endpoint, with the real harness on CPU."""
+"""The LLM operator: prompt assembly from the runtime context, the LLM step's failure paths through the
+real `openai` provider against a local HTTP endpoint with the real harness on CPU, and every call saved
+in the run folder with its node's verdict."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import pytest
 
 import workbench
 from tests.search.chat_server import ChatServer
+from workbench.llm.prompt import PromptBuilder, load_template
+from workbench.llm.transcript import calls_table, load_calls
 from workbench.memory import Memory
 from workbench.search.node import Node
-from workbench.search.operators import OperatorContext, UniversalPromptBuilder, load_template
+from workbench.search.operators import OperatorContext
 
 FIX = Path(__file__).parent / "fixtures"
 SPEC = FIX / "add_spec.py"
@@ -89,7 +92,7 @@ def test_prompt_assembles_reference_parent_diagnosis_knowledge_and_memory() -> N
         diagnosis="status: incorrect\nwrong output: max abs error 0.5",
     )
     retr = _Retriever()
-    messages, text = UniversalPromptBuilder(retriever=retr).build(
+    messages, text = PromptBuilder(retriever=retr).build(
         _ctx([_parent()], past_best=[best], past_failures=[fail])
     )
     assert [m["role"] for m in messages] == ["system", "user"]
@@ -109,12 +112,12 @@ def test_prompt_assembles_reference_parent_diagnosis_knowledge_and_memory() -> N
 
 def test_prompt_without_retriever_and_for_speed_and_crossover() -> None:
     ok = _parent("passed", 1.7, "status: passed\ncorrect; speedup 1.700x")
-    _, text = UniversalPromptBuilder(retriever=None).build(_ctx([ok]))
+    _, text = PromptBuilder(retriever=None).build(_ctx([ok]))
     assert "Relevant knowledge" not in text and "Make it faster" in text and "1.7x" in text
     other = _parent("passed", 1.2, "status: passed")
-    _, text2 = UniversalPromptBuilder(retriever=None).build(_ctx([ok, other]))
+    _, text2 = PromptBuilder(retriever=None).build(_ctx([ok, other]))
     assert "Parent kernel A" in text2 and "Parent kernel B" in text2 and "combines their strengths" in text2
-    _, draft = UniversalPromptBuilder(retriever=None).build(_ctx([]))
+    _, draft = PromptBuilder(retriever=None).build(_ctx([]))
     assert "Write a first Triton implementation" in draft and "Parent kernel" not in draft
 
 
@@ -125,7 +128,7 @@ def test_real_retriever_when_installed() -> None:
         r = retrieval.Retriever.default()
     except Exception as exc:  # no index built in this checkout
         pytest.skip(f"retrieval index unavailable: {exc}")
-    _, text = UniversalPromptBuilder(retriever=r).build(_ctx([_parent()]))
+    _, text = PromptBuilder(retriever=r).build(_ctx([_parent()]))
     assert "## Relevant knowledge" in text
 
 
@@ -175,6 +178,17 @@ def test_llm_failures_become_nodes_and_good_code_is_evaluated(tmp_path: Path, cp
         assert stored[bad.id].response == replies[0] and stored[ok.id].prompt == ok.prompt
         assert mem.failures_by_class(run.spec_key) == {"parse_error": 1}
     assert run.stop.rule == "budget_evals"
+    # every call is a file in the run folder, linked to its node and the node's verdict
+    calls = load_calls(run.run_dir)
+    assert [c.reply for c in calls] == replies and [c.node for c in calls] == [bad.id, ok.id]
+    assert [c.outcome for c in calls] == ["failed", "candidate"] and calls[0].error_class == "parse_error"
+    assert calls[0].verdict["status"] == "generation_failed" and calls[0].verdict["fitness"] is None
+    assert calls[1].verdict["status"] == "passed" and calls[1].verdict["fitness"] == ok.fitness > 0
+    assert calls[1].messages == srv.requests[1]["messages"] and calls[1].candidate.strip() == good.strip()
+    assert ok.meta["provenance"]["call_file"] == f"llm_calls/{calls[1].call}.json"
+    table = calls_table(run.run_dir)
+    assert list(table["node"]) == [bad.id, ok.id] and list(table["status"]) == ["generation_failed", "passed"]
+    assert table["prompt"][1] == ok.prompt and table["reply"][0] == replies[0]
 
 
 def test_unreachable_endpoint_stops_with_one_reason_and_keeps_memory(tmp_path: Path) -> None:

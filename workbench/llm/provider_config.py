@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workbench.llm.base import LLMError
+from workbench.llm.provider import LLMError
 
 log = logging.getLogger(__name__)
 
