@@ -134,3 +134,4 @@ def test_candidate_from_reply_region_path_on_a_fenced_part() -> None:
     same = candidate_from_reply(f"```python\n{region.text}\n```", spec_source=SPEC, parent_source=PARENT,
                                 settings=_cfg(), edit_prompt=True, region=region)  # fmt: skip
     assert same.source is None and "the same as the parent's" in same.diagnosis
+

@@ -105,3 +105,37 @@ def test_resume_from_the_command_line_passes_only_typed_flags(tmp_path: Path, mo
                  "--no-progress"]) == 2
     assert seen == {"resume": "r1", "progress": False, "budget": 9, "run_dir": str(tmp_path),
                     "spec": str(SPEC), "config": None}
+
+
+def test_the_llm_step_settings_are_one_typed_record_with_shortcuts() -> None:
+    from workbench.llm.settings import LLMSettings
+
+    cfg = SearchConfig(spec_path="s.py")
+    assert cfg.llm_step == LLMSettings() and cfg.llm_temperature is None and cfg.llm_max_new_tokens is None
+    # the shortcuts fold into the record (and read back as None); a key of llm_step itself wins
+    short = SearchConfig(spec_path="s.py", llm_temperature=0.3, llm_max_new_tokens=99, llm_step={"best_of": 2})
+    assert short.llm_step == LLMSettings(temperatures=[0.3], max_new_tokens=99, best_of=2)
+    assert short.llm_temperature is None and short.llm_max_new_tokens is None
+    both = SearchConfig(spec_path="s.py", llm_temperature=0.3, llm_step={"temperatures": [0.1, 0.9]})
+    assert both.llm_step.temperatures == [0.1, 0.9]
+    # a resumed or replaced config applies a shortcut to the stored record
+    assert dataclasses.replace(short, llm_temperature=0.5).llm_step.temperatures == [0.5]
+    # saved as plain JSON, reloaded typed; a config saved before the record (flat fields) loads the same
+    assert SearchConfig.from_dict(short.to_dict()) == short
+    assert isinstance(short.to_dict()["llm_step"], dict)
+    old = SearchConfig.from_dict({"spec_path": "s.py", "llm_temperature": 0.7, "llm_max_new_tokens": 2048,
+                                  "llm_step": {}})  # fmt: skip
+    assert old.llm_step == LLMSettings()
+    with pytest.raises(SearchError, match=r"unknown llm_step option\(s\) \['beam'\]"):
+        SearchConfig(spec_path="s.py", llm_step={"beam": 3})
+    with pytest.raises(SearchError, match="temperatures must be numbers"):
+        SearchConfig(spec_path="s.py", llm_temperature=5.0)
+
+
+def test_the_help_lists_the_llm_defaults_from_the_settings_record() -> None:
+    from workbench.llm.settings import LLMSettings
+
+    text = _optimize_parser().format_help()
+    assert f"(default {LLMSettings().temperatures})" in " ".join(text.split())
+    assert f"(default {LLMSettings().max_new_tokens};" in " ".join(text.split())
+    assert "--llm-step NAME=VALUE" in text and "LLMSettings(" not in text

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import workbench
 from tests.search.chat_server import ChatServer
+from workbench.llm.transcript import load_calls
 from workbench.memory import Memory
 
 FIX = Path(__file__).parent / "fixtures"
@@ -85,6 +86,15 @@ def test_best_of_n_records_every_reply_with_its_scheduled_temperature(tmp_path: 
     assert [n.meta["sample"] for n in kids] == [0, 1, 2]
     assert [n.error_class for n in kids] == ["precheck", "edit_not_applied", None]
     assert kids[2].status == "passed" and len(srv.requests) == 3
+    # each reply is a saved call linked to its node: the rejected ones with their reason, the evaluated
+    # one with the harness's verdict
+    calls = load_calls(run.run_dir)
+    assert [c.node for c in calls] == [n.id for n in kids] and [c.temperature for c in calls] == [0.1, 0.9, 0.1]
+    assert [c.outcome for c in calls] == ["rejected", "rejected", "candidate"]
+    assert [c.verdict["status"] for c in calls] == ["generation_failed", "generation_failed", "passed"]
+    assert [c.verdict["error_class"] for c in calls] == ["precheck", "edit_not_applied", None]
+    assert [n.meta["provenance"]["sample"] for n in kids] == [0, 1, 2]
+    assert all(n.meta["provenance"]["model"] == "stub" for n in kids)
 
 
 def test_a_passing_kernel_of_an_earlier_run_is_offered_to_a_spec_with_the_same_ops(

@@ -8,7 +8,7 @@ import pytest
 
 import workbench
 from tests.search.fakes import TOY_SOURCE, TOY_SPEC, FakeEvaluator
-from workbench.search.operators import Operator, OperatorContext, Proposal
+from workbench.search.operators import Operator, OperatorContext, Proposal, Signal
 from workbench.search.termination import Limits, Termination
 
 
@@ -105,6 +105,40 @@ class _TokenSpender(Operator):
         self.k += 1
         src = ctx.parents[0].source.replace("WARPS = 1", "WARPS = 2") + f"# variant {self.k}\n"
         return Proposal("llm", source=src, prompt="p", response="r", prompt_tokens=30, completion_tokens=20)
+
+
+class _Scripted(Operator):
+    """Returns the given signals in turn, every one with the same diagnosis text: the engine must act on
+    the signal alone (issue 34: it once matched "every valid configuration" in the text)."""
+
+    name = "scripted"
+    can_repair = True
+
+    def __init__(self, signals: list[Signal]) -> None:
+        self.signals, self.k = list(signals), 0
+
+    def propose(self, ctx: OperatorContext) -> Proposal:
+        self.k += 1
+        sig = self.signals.pop(0) if self.signals else Signal.CANDIDATE
+        src = ctx.parents[0].source.replace("WARPS = 1", "WARPS = 2") + f"# variant {self.k}\n"
+        return Proposal("scripted", source=src if sig in (Signal.CANDIDATE, Signal.REJECTED) else None,
+                        error_class=None if sig is Signal.CANDIDATE else "because", signal=sig,
+                        diagnosis="every valid configuration is in the graph")  # fmt: skip
+
+
+def test_the_engine_acts_on_signals_not_on_text(toy, tmp_path: Path) -> None:
+    # the exhaustion text on candidates, rejections and failures changes nothing
+    run = _run(toy, tmp_path, budget=2, operator=_Scripted([Signal.REJECTED, Signal.FAILED, Signal.CANDIDATE]))
+    kids = [n for n in run.tree if n.operator == "scripted"]  # (two proposals in flight: any order)
+    rejected = [n for n in kids if n.meta.get("rejected")]
+    failed = [n for n in kids if n.source is None]
+    assert run.stop.rule == "budget_evals" and len(rejected) == 1 and len(failed) == 1
+    assert rejected[0].error_class == failed[0].error_class == "because" and rejected[0].result is None
+    assert any(n.status == "passed" for n in kids)
+    # the exhaustion signal stops the search, whatever the text says
+    quiet = _run(toy, tmp_path, budget=20, workers=1, operator=_Scripted([Signal.CANDIDATE, Signal.EXHAUSTED]))
+    assert quiet.stop.rule == "space_exhausted"
+    assert len([n for n in quiet.tree if n.operator == "scripted"]) <= 2
 
 
 def test_token_budget(toy, tmp_path: Path) -> None:
