@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .figure_style import legend_outside
 from .trace import Profile
 
 
@@ -57,7 +58,7 @@ def warp_timeline(
         )
     ax.set_yticks(range(len(warps)), [f"warp {w}" for w in warps])
     ax.invert_yaxis()
-    ax.set_xlabel("time since CTA start [ns]" if use_ns else "cycles since CTA start")
+    ax.set_xlabel("time since CTA start [ns]" if use_ns else "time since CTA start [cycles]")
     name = kernel or (ev["kernel"].iloc[0] if len(ev) else "")
     ax.set_title(f"{name}: CTA {cta} (SM {int(ev['sm'].iloc[0])})")
     from matplotlib.patches import Patch
@@ -111,7 +112,7 @@ def region_distribution(
     sns.stripplot(
         data=per, x="dur_cycles", y="region", color="black", size=1.5, alpha=0.35, ax=ax, orient="h"
     )
-    ax.set_xlabel("cycles per (CTA, warp)")
+    ax.set_xlabel("time in region per (CTA, warp) [cycles]")
     ax.set_ylabel("")
     ax.set_title(f"region durations across {per['cta'].nunique()} CTAs")
     return ax
@@ -143,12 +144,12 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
     axes[1].barh(d["label"], gb, color="tab:green")
     axes[1].invert_yaxis()
     if not np.isnan(ceiling):
-        axes[1].axvline(ceiling, color="red", linestyle="--", label=f"ceiling {ceiling:.0f} GB/s")
-        axes[1].legend(loc="best", fontsize=8)
+        axes[1].axvline(ceiling, color="red", linestyle="--", label=f"ceiling {ceiling:,.0f} GB/s")
+        legend_outside(axes[1])
     for y, (g, f) in enumerate(zip(gb, d["bw_fraction"], strict=False)):
         if g > 0 and f == f:
             axes[1].text(g, y, f" {100 * f:.0f}%", va="center", fontsize=8)
-    axes[1].set_xlabel("achieved GB/s (bytes from scope metadata)")
+    axes[1].set_xlabel("achieved bandwidth [GB/s] (bytes from scope metadata)")
     axes[1].set_title("bandwidth vs roofline")
     axes[1].set_yticks([])
     return axes
@@ -196,7 +197,7 @@ def roofline(prof: Profile, dtype: str | None = None, ax: Any = None) -> Any:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_ylabel("achieved [TFLOP/s]")
     ax.set_title("roofline")
-    ax.legend(fontsize=7, loc="lower right")
+    legend_outside(ax)
     return ax

@@ -21,9 +21,10 @@ from typing import Any
 import pandas as pd
 
 from .errors import ProfilingError
+from .figure_style import fmt_int, fmt_num, table_html
 from .summary import summarize
 from .trace import Profile, load
-from .widgets_figures import figure_png, image_widget, new_figure
+from .widgets_figures import display_with_static, figure_png, image_widget, new_figure
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +102,47 @@ def _messages_html(messages: list[str]) -> str:
     return f"<div style='color:#a15c00'><b>could not read everything:</b><ul>{items}</ul></div>"
 
 
+# cycles are counts: integers with separators, never `1.45e+04` (the durations dur_* are cycles too)
+_INT_COLUMNS = ("cycles_per_launch", "dur_median", "dur_p10", "dur_p90", "launches", "depth", "n_ctas", "n_warps")
+
+
 def _table_html(df: pd.DataFrame, columns: list[str]) -> str:
     cols = [c for c in columns if c in df.columns]
     if not len(df):
         return "<i>no rows</i>"
-    return df[cols].to_html(index=False, float_format=lambda v: f"{v:,.3g}", na_rep="–", border=0)
+    fmts = {c: (fmt_int if c in _INT_COLUMNS else fmt_num) for c in cols}
+    # a horizontal scroll bar instead of a clipped last column when the view is narrower than the table
+    return f"<div style='overflow-x:auto; max-width:100%'>{table_html(df[cols], fmts)}</div>"
+
+
+def _sidecar_provenance(prof: Profile) -> dict[str, Any]:
+    """The provenance recorded beside the profile's files (`selfcheck.json` or `provenance.json` in the
+    same folder, as `profiling.selfcheck` and the benchmark drivers write it); empty when there is none."""
+    import json
+
+    for folder in dict.fromkeys(Path(s).parent for s in prof.sources):
+        for name in ("selfcheck.json", "provenance.json"):
+            f = folder / name
+            try:
+                doc = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            return dict(doc.get("provenance", doc))
+    return {}
+
+
+def recorded_on(prof: Profile) -> str:
+    """`NVIDIA H200 (sm_90, 132 SMs), recorded 2026-11-29 21:01 UTC`: which GPU and when, from the
+    provenance beside the files, else the device info inside them and the sidecar's start time."""
+    prov = _sidecar_provenance(prof)
+    dev = prof.device
+    gpu = prov.get("gpu") or dev.get("name") or "GPU not recorded"
+    details = [str(dev.get("arch") or prov.get("sm") or ""), f"{dev['num_sms']} SMs" if dev.get("num_sms") else ""]
+    details = [d for d in details if d]
+    started = [str(m.get("started")) for m in prof.meta.values() if isinstance(m, dict) and m.get("started")]
+    date = (min(started) if started else str(prov.get("date") or ""))[:16].replace("T", " ")
+    when = f", recorded {date} UTC" if date else ", date not recorded"
+    return gpu + (f" ({', '.join(details)})" if details else "") + when
 
 
 class TraceInspector:
@@ -194,7 +231,7 @@ class TraceInspector:
         t = self.tables()
         clock = f"{prof.clock_mhz:,.0f} MHz" if prof.clock_mhz else "not recorded"
         self.header.value = (
-            f"<b>{len(prof.sources)} file(s)</b>: "
+            f"<b>{html.escape(recorded_on(prof))}</b><br>{len(prof.sources)} file(s): "
             + ", ".join(html.escape(s.name) for s in prof.sources)
             + f" &nbsp; SM clock: {clock}"
         )
@@ -215,10 +252,14 @@ class TraceInspector:
             plots.region_distribution(prof, region, self.kernel.value, ax=fig.add_subplot())
             self.dist_img.value = figure_png(fig)
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def static_copy(self) -> tuple[list[bytes], str]:
+        """What an export shows in place of the live view: the header, the table and both figures as
+        they are now."""
+        pngs = [bytes(self.timeline_img.value), bytes(self.dist_img.value)]
+        return pngs, self.status.value + self.header.value + self.table.value
 
-        display(self.widget)
+    def _ipython_display_(self) -> None:
+        display_with_static(self.widget, *self.static_copy())
 
 
 class KernelView:
@@ -260,7 +301,12 @@ class KernelView:
         else:
             self.roofline_img.layout.display = "none"
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def static_copy(self) -> tuple[list[bytes], str]:
+        """What an export shows in place of the live view: the summary, the table and the figures."""
+        pngs = [bytes(self.overview_img.value)]
+        if self.roofline_img.layout.display != "none":
+            pngs.append(bytes(self.roofline_img.value))
+        return pngs, self.status.value + self.summary.value + self.table.value
 
-        display(self.widget)
+    def _ipython_display_(self) -> None:
+        display_with_static(self.widget, *self.static_copy())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from profiling.widgets_figures import attach_static
 from retrieval.retriever import Hit, Retriever
 
 ARCHS_BY_PLATFORM = {
@@ -55,6 +56,7 @@ def query_box(retriever: Retriever, initial: str = "", platform: str = "cuda") -
     prompt = w.Checkbox(value=False, description="prompt (retrieve)")
     go = w.Button(description="query", button_style="primary")
     out = w.Output()
+    shown: dict[str, Any] = {"hits": [], "html": "<i>no query run yet</i>", "query": ""}  # for the static copy
 
     def on_platform(change: dict) -> None:
         arch.options = ARCHS_BY_PLATFORM[change["new"]]
@@ -65,11 +67,13 @@ def query_box(retriever: Retriever, initial: str = "", platform: str = "cuda") -
             try:
                 if prompt.value:
                     res = retriever.retrieve(text.value, platform=plat.value, arch=arch.value)
-                    display(HTML(f"<small>{res.tokens} tokens, embedder {res.embedder}</small>" + hits_html(res.hits)))
+                    hits = res.hits
+                    body = f"<small>{res.tokens} tokens, embedder {res.embedder}</small>" + hits_html(hits)
                 else:
-                    display(
-                        HTML(hits_html(retriever.query(text.value, top.value, platform=plat.value, arch=arch.value)))
-                    )
+                    hits = retriever.query(text.value, top.value, platform=plat.value, arch=arch.value)
+                    body = hits_html(hits)
+                shown.update(hits=hits, html=body, query=text.value)
+                display(HTML(body))
             except ValueError as exc:  # empty query, unknown platform: say so in the widget
                 display(HTML(f"<b style='color:#b00'>{html.escape(str(exc))}</b>"))
 
@@ -79,4 +83,40 @@ def query_box(retriever: Retriever, initial: str = "", platform: str = "cuda") -
     box = w.VBox([w.HBox([text, go]), w.HBox([plat, arch, top, prompt]), out])
     if initial:
         run()
-    return box
+
+    def static_copy() -> tuple[list[bytes], str]:
+        # an export shows the last query, its hits' scores as a picture and the hits themselves
+        from profiling.widgets_figures import figure_png
+
+        query = f"<div><b>query</b> ({html.escape(plat.value)}, {html.escape(str(arch.value))}): " \
+                f"<code>{html.escape(shown['query'])}</code></div>"
+        return [figure_png(hits_figure(shown["hits"], shown["query"]))], query + shown["html"]
+
+    return attach_static(box, static_copy)
+
+
+def hits_figure(hits: list[Hit], query: str = "") -> Any:
+    """The hits' scores as horizontal bars, coloured by their level in the knowledge base."""
+    from profiling.figure_style import legend_outside
+    from profiling.widgets_figures import new_figure
+
+    fig = new_figure(7, 0.9 + 0.35 * max(len(hits), 1))
+    ax = fig.add_subplot()
+    if not hits:
+        ax.text(0.5, 0.5, "no section matches this query", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    colours = {"general": "tab:blue", "platform": "tab:green", "architecture": "tab:orange",
+               "code_sample": "tab:purple"}
+    y = list(range(len(hits)))
+    for level, colour in colours.items():
+        sel = [i for i, h in enumerate(hits) if h.level == level]
+        if sel:
+            ax.barh(sel, [hits[i].score for i in sel], color=colour, label=level)
+    ax.set_yticks(y, [h.title[:48] for h in hits])
+    ax.invert_yaxis()
+    ax.set_xlabel("retrieval score (higher: closer match)")
+    short = query if len(query) <= 60 else query[:57] + "..."
+    ax.set_title(f"knowledge-base hits for: {short}")
+    legend_outside(ax, title="level")
+    return fig

@@ -6,13 +6,15 @@ Cell tags say what a cell must show (the test fails when it does not):
 - `widget`: a widget view among the cell's outputs;
 - `widget-plot`: the widget that cell displays holds an `ipywidgets.Image` with PNG bytes.
 No cell may show a figure as text (`<Figure size 640x480 with 1 Axes>`: a figure displayed under the
-Agg backend instead of as an image).
+Agg backend instead of as an image). Every cell that displays a widget also leaves a static copy with a PNG
+image in the notebook exported as HTML (nbconvert), as a notebook viewer shows it.
 """
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +132,28 @@ def test_notebook_executes(path: Path) -> None:
     client.execute()
     errors = [o for c in _code_cells(nb) for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
-    problems = check_outputs(path, nb)
+    problems = check_outputs(path, nb) + check_export(path, nb)
     assert not problems, "\n".join(problems)
+
+
+_EXPORT_CELL = re.compile(r'<div\b[^>]*class="jp-Cell jp-')
+_EXPORT_IMG = re.compile(r"<img\b[^>]*src=['\"]data:image/png;base64,")
+
+
+def check_export(path: Path, nb: Any) -> list[str]:
+    """What a static export of the executed notebook fails to show: a cell that displayed a widget but
+    whose exported HTML holds no PNG image (an empty area in nbconvert HTML or a notebook viewer)."""
+    nbconvert = pytest.importorskip("nbconvert")
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    parts = _EXPORT_CELL.split(html)[1:]
+    if len(parts) != len(nb.cells):
+        return [f"{path.name}: the export has {len(parts)} cells, the notebook {len(nb.cells)}"]
+    problems = []
+    for cell, part in zip(nb.cells, parts):
+        shows_widget = any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", []))
+        if shows_widget and not _EXPORT_IMG.search(part):
+            problems.append(f"{_label(path, nb, cell)}: displays a widget, but its exported HTML has no image")
+    return problems
 
 
 def _executed(cells: list[Any], models: dict[str, Any] | None = None) -> Any:
@@ -152,6 +174,17 @@ def _cell(source: str, tags: list[str], outputs: list[dict[str, Any]]) -> Any:
 def _view(model_id: str) -> dict[str, Any]:
     return {"output_type": "display_data", "metadata": {},
             "data": {"text/plain": "VBox(...)", WIDGET_VIEW: {"model_id": model_id, "version_major": 2}}}
+
+
+def test_check_export_needs_an_image_beside_every_widget() -> None:
+    png = base64.b64encode(PNG_MAGIC + b"rest").decode()
+    static = {"output_type": "display_data", "metadata": {},
+              "data": {"text/html": f"<div class='wb-static'><img src='data:image/png;base64,{png}'/></div>",
+                       "text/plain": "static copy"}}
+    nb = _executed([_cell("W()", ["widget"], [_view("box"), static]), _cell("V()", ["widget"], [_view("v")]),
+                    _cell("print(1)", [], [])])
+    problems = check_export(Path("x.ipynb"), nb)
+    assert len(problems) == 1 and "cell 1" in problems[0] and "no image" in problems[0]
 
 
 def test_check_outputs_catches_a_missing_plot_and_a_text_figure() -> None:

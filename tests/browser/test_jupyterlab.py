@@ -2,7 +2,8 @@
 
 JupyterLab runs without MPLBACKEND, with autosave off; each notebook gets Run All Cells from the Run menu.
 Then: no error output and no stderr, no "Error displaying widget", no widget shown as raw text
-("VBox(...)"), every cell tagged `plot` shows an <img> or <canvas>, every `widget` cell a rendered widget,
+("VBox(...)"), no widget's static copy visible beside it (its CSS rule hides it where the widget renders),
+every cell tagged `plot` shows an <img> or <canvas>, every `widget` cell a rendered widget,
 every `widget-plot` widget a loaded <img>; a dropdown (or list) change redraws the widget's output in place
 and sends nothing to the log console; the browser console has no errors. Every process started is
 stopped by PID, and no notebook file is written.
@@ -113,6 +114,11 @@ def check_rendered(browser: Browser, notebook: str, nb: dict[str, Any], cells: l
     page = _js(d, "return document.body.innerText")
     if "Error displaying widget" in page:
         problems.append(f"{notebook}: 'Error displaying widget' in the page")
+    # a widget's static copy (for exports) is hidden by the live widget's CSS rule: visible, it doubles the view
+    copies = _js(d, "return [...document.querySelectorAll('.wb-static')]"
+                    ".filter(e => getComputedStyle(e).display !== 'none').length;")
+    if copies:
+        problems.append(f"{notebook}: {copies} static widget copies visible beside their live widgets")
     for i, (cell, dom) in enumerate(zip(nb["cells"], cells)):
         if cell["cell_type"] != "code":
             continue

@@ -6,11 +6,12 @@ from typing import Any
 
 import pandas as pd
 
+from profiling.figure_style import legend_outside
 from profiling.widgets_figures import new_figure
 
 
 def paper_speedup_figure(paper: pd.DataFrame, ours_label: str = "ours (H200)",
-                         paper_label: str = "paper (H100)") -> Any:
+                         paper_label: str = "paper (H100)", title: str = "our speedup against the paper's") -> Any:
     """Our speedup per (shape, dtype, mode, contender) beside the low end of the paper's range.
 
     `paper`: `case_studies.common.report.paper_comparison` rows (shape, dtype, mode, versus, paper_low,
@@ -28,10 +29,11 @@ def paper_speedup_figure(paper: pd.DataFrame, ours_label: str = "ours (H200)",
     ax.scatter(shown["paper_low"], y, color="tab:red", marker="|", s=220, zorder=3, label=f"{paper_label}, low")
     ax.hlines(y, shown["paper_low"], shown["paper_high"], color="tab:red", lw=1, zorder=3)
     ax.axvline(1.0, color="gray", lw=0.8)
-    ax.set_yticks(y, [f"{r.shape} {r.dtype} {r.mode} vs {r.versus}" for r in shown.itertuples()], fontsize=7)
+    ax.set_yticks(y, [f"{r.shape} {r.dtype} {r.mode} vs {r.versus}" for r in shown.itertuples()], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("speedup (contender time / ours)")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_xlabel("speedup [x] (contender time / ours)")
+    ax.set_title(title)
+    legend_outside(ax)
     return fig
 
 
@@ -49,14 +51,14 @@ def exact_speedup_figure(table: pd.DataFrame, paper_rows: Sequence[dict[str, Any
     for r in paper_rows:
         ax.axhspan(r["low"], r["high"] + 0.02, alpha=0.15, color="tab:red")
     ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set_xticks(x, g["shape"], rotation=60, ha="right", fontsize=7)
+    ax.set_xticks(x, g["shape"], rotation=60, ha="right", fontsize=8)
     ax.set_yscale("log")
     from matplotlib.ticker import FuncFormatter
 
     # "20x", not the log axis' "2 x 10^1"; minor ticks labelled at 2 and 5 only, or they overprint
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x" if f"{v:.0e}"[0] in "25" else ""))
-    ax.set_ylabel("speedup")
-    ax.set_title(f"red bands: the paper's range ({platform})", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_ylabel("speedup [x]")
+    ax.set_title(f"speedup per shape; red bands: the paper's range ({platform})")
+    legend_outside(ax)
     return fig

@@ -96,19 +96,19 @@ def sweep_figure(t: pd.DataFrame, ours: str, title: str) -> Any:
     err = [(med - timed["p20_us"].astype(float)).clip(lower=0), (timed["p80_us"].astype(float) - med).clip(lower=0)]
     colours = [_ROLE_COLOURS.get(r, "tab:grey") for r in timed["role"]]
     ax.barh(list(y), med, xerr=err, color=colours, alpha=0.85, error_kw={"lw": 0.8})
-    ax.set_yticks(list(y), [f"{c} *" if c == ours else c for c in timed["contender"]], fontsize=8)
+    ax.set_yticks(list(y), [f"{c} *" if c == ours else c for c in timed["contender"]])
     ax.invert_yaxis()
     right = timed["p80_us"].astype(float).where(timed["p80_us"].notna(), med).clip(lower=med)
     for i, (x, s, c) in enumerate(zip(right, timed["ours_speedup"], timed["contender"])):
         if c != ours and s:
-            ax.text(x, i, f"  {s:.2f}x", va="center", fontsize=7)  # past the whisker, so it stays legible
+            ax.text(x, i, f"  {s:.2f}x", va="center", fontsize=8)  # past the whisker, so it stays legible
     if med.max() > 20 * med.min():  # a 500x spread would squash every fast bar to a sliver
         ax.set_xscale("log")
         ax.set_xlim(med.min() / 2, med.max() * 3)
     else:
         ax.set_xlim(0, med.max() * 1.25)
     ax.set_xlabel("median time per call [us] (whiskers p20-p80); label: ours' speedup over it")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     return fig
 
 
@@ -198,7 +198,11 @@ class SweepExplorer:
         title = f"{self.name} {self.shape.value} {self.dtype.value} {self.mode.value}"
         self.plot.value = figure_png(sweep_figure(t, self.ours.value, title))
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def static_copy(self) -> tuple[list[bytes], str]:
+        """What an export shows in place of the live view: the selection, its table and its chart."""
+        return [bytes(self.plot.value)], self.params.value + self.table.value
 
-        display(self.widget)
+    def _ipython_display_(self) -> None:
+        from profiling.widgets_figures import display_with_static
+
+        display_with_static(self.widget, *self.static_copy())

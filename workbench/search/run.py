@@ -143,11 +143,13 @@ class Run:
     def plot(self, ax: Any = None) -> Any:
         """Fitness of each finished node (dots) and the best so far (line) over evaluations."""
         import seaborn as sns
-        from matplotlib.figure import Figure
+
+        from profiling.figure_style import legend_outside
+        from profiling.widgets_figures import new_figure
 
         df = self.history()
         if ax is None:
-            fig = Figure(figsize=(8, 3.6), dpi=110)
+            fig = new_figure(8, 3.6)
             ax = fig.add_subplot(1, 1, 1)
         else:
             fig = ax.figure
@@ -168,14 +170,11 @@ class Run:
             )
             if self.seed_fitness > 0:
                 ax.axhline(self.seed_fitness, color="grey", ls="--", lw=1, label="best seed")
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+            legend_outside(ax)
         ax.set_xlabel("evaluation (finish order)")
         ax.xaxis.get_major_locator().set_params(integer=True)  # a count: no 2.5 ticks
-        ax.set_ylabel("fitness (reference / candidate time)")
-        ax.set_title(
-            f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}",
-            fontsize=9,
-        )
+        ax.set_ylabel("fitness [x] (reference / candidate time)")
+        ax.set_title(f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}")
         fig.tight_layout()
         return fig
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from profiling.widgets_figures import attach_static
+
 
 def _pre(text: str | None, empty: str = "(none)") -> str:
     body = html.escape(text) if text else f"<i>{empty}</i>"
@@ -87,4 +89,73 @@ def tree_explorer(run: Any) -> Any:
     if options:
         picker.value = best.id if best is not None else options[0][1]
         show()
-    return w.VBox([w.HTML(_MONO_STYLE), w.HBox([picker, w.VBox([header, tabs], layout=w.Layout(width="54%"))]), out])
+    box = w.VBox([w.HTML(_MONO_STYLE), w.HBox([picker, w.VBox([header, tabs], layout=w.Layout(width="54%"))]), out])
+
+    def static_copy() -> tuple[list[bytes], str]:
+        # an export shows the tree as a picture, the node list as a table and the selected node's header
+        from profiling.widgets_figures import figure_png
+
+        return [figure_png(tree_figure(run))], header.value + nodes_table_html(run)
+
+    return attach_static(box, static_copy)
+
+
+def nodes_table_html(run: Any) -> str:
+    """Every node as a table row (what the list on the left shows), the best one in bold."""
+    best = run.best
+    head = "".join(f"<th style='text-align:left;padding:0 8px'>{c}</th>"
+                   for c in ("#", "node", "operator", "parents", "status", "fitness", "runtime"))
+    rows = []
+    for n in run.tree:
+        cells = [n.seq, n.id, n.operator, ", ".join(n.parents) or "–", n.status, f"{n.fitness:.4g}", _us(n.runtime_us)]
+        bold = " style='font-weight:bold'" if best is not None and n.id == best.id else ""
+        rows.append(f"<tr{bold}>" + "".join(f"<td style='padding:0 8px'>{html.escape(str(c))}</td>" for c in cells)
+                    + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def tree_figure(run: Any, rank: bool | None = None) -> Any:
+    """The search tree as a picture: one row per depth below its seed or draft, nodes in creation order
+    along x, an edge to each primary parent; colour: passed (blue) or failed (red). With `rank` (default:
+    unless the run timed on the CPU, whose interpreter times rank nothing) the best node is starred and
+    every passed node labelled with its fitness."""
+    if rank is None:
+        rank = str(run.platform).lower() != "cpu" and not str(run.platform).lower().startswith("cpu")
+    from profiling.figure_style import legend_outside
+    from profiling.widgets_figures import new_figure
+
+    nodes = list(run.tree)
+    depth: dict[str, int] = {}
+    for n in nodes:  # creation order: a parent is placed before its children
+        parent = n.parents[0] if n.parents else None
+        depth[n.id] = depth.get(parent, -1) + 1 if parent in depth else 0
+    x = {n.id: i for i, n in enumerate(nodes)}
+    fig = new_figure(max(6.0, 0.45 * len(nodes) + 2.5), 1.4 + 0.7 * (max(depth.values(), default=0) + 1))
+    ax = fig.add_subplot()
+    for n in nodes:
+        for p in n.parents[:1]:
+            if p in x:
+                ax.plot([x[p], x[n.id]], [depth[p], depth[n.id]], color="grey", lw=0.8, zorder=1)
+    best = run.best
+    for status, colour in (("passed", "tab:blue"), ("failed", "tab:red")):
+        sel = [n for n in nodes if (n.status == "passed") == (status == "passed")]
+        if sel:
+            ax.scatter([x[n.id] for n in sel], [depth[n.id] for n in sel], color=colour, s=60, zorder=2,
+                       label=status if status == "passed" else "failed or not run")
+    for n in nodes:
+        if rank and n.status == "passed":
+            ax.annotate(f"{n.fitness:.3g}", (x[n.id], depth[n.id]), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize=8)
+    if rank and best is not None:
+        ax.scatter([x[best.id]], [depth[best.id]], marker="*", s=260, color="gold", edgecolor="black", zorder=3,
+                   label=f"best: {best.id} ({best.fitness:.3g})")
+    ax.set_xticks(range(len(nodes)), [str(n.seq) for n in nodes])
+    ax.set_yticks(range(max(depth.values(), default=0) + 1))
+    ax.invert_yaxis()
+    ax.set_xlabel("node (creation order)")
+    ax.set_ylabel("depth [generations]")
+    ax.grid(False)
+    ax.set_title(f"search tree: {len(nodes)} nodes" + (", labels: fitness [x]" if rank else
+                                                        " (CPU: correctness only, times rank nothing)"))
+    legend_outside(ax)
+    return fig
