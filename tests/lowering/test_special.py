@@ -24,6 +24,10 @@ SIGNED_UNIT = ("torch.cat([torch.rand({n}) * 2 - 1, torch.tensor([0.0, 1.0, -1.0
 HALF_OK = {  # PyTorch's CPU kernels take fp16/bf16 for these (it computes them in fp32)
     "digamma": ("x", "torch.digamma(x), torch.digamma(x[5:9, None] - 2.5)", WIDE.format(n="37")),
     "erfinv": ("x", "torch.erfinv(x)", SIGNED_UNIT.format(n="41")),
+    # nextafter on the output dtype's own bits: 0 (to the smallest subnormal), equal pairs, nan, -inf
+    "bits": ("x, y", "torch.nextafter(x, y), torch.nextafter(x, x), torch.nextafter(x[:7, None], y[None, :5]), "
+             "torch.hypot(x, y), torch.hypot(x[:3, None], y), torch.angle(x)", f"{WIDE.format(n='13')}, "
+             f"{WIDE.format(n='13')}.flip(0)"),
     "bessel_i": ("x", "torch.special.i0e(x), torch.special.i1(x.clamp(-80, 80)), torch.special.i1e(x)",
                  WIDE.format(n="23")),
 }

@@ -443,6 +443,16 @@ OPS: dict[str, Op] = {k: Op(v) for k, v in UNARY.items()}
 OPS["special_zeta"] = Op("_sp_zeta", 2,
                          "tl.where(b == b, tl.maximum(9.0, tl.minimum(tl.floor(9.0 - b) + 1.0, 1.0e6)), 9.0)")
 POLYS = _polynomials()
+# two real elementwise ops of the same shape: hypot (scaled, so a^2 never overflows) and angle of a real tensor
+OPS["hypot"] = Op("_sp_hypot", 2)
+OPS["angle"] = Op("_sp_angle")
+_HYPOT = _fn("_sp_hypot", "a, b", [
+    "x = tl.abs(a)", "y = tl.abs(b)", "m = tl.maximum(x, y)", "r = tl.minimum(x, y) / tl.where(m == 0, 1.0, m)",
+    "h = m * tl.sqrt(1.0 + r * r)",
+    f"h = tl.where((x != x) | (y != y), {NAN}, h)",
+    f"return tl.where((x == {INF}) | (y == {INF}), {INF}, h)"], "hypot: sqrt(a^2 + b^2) as C's hypot (inf wins nan)")
+_ANGLE = _fn("_sp_angle", "x", [f"return tl.where(x != x, x, tl.where(x < 0, {PI}, 0.0))"],
+             "angle of a real number: pi below 0, else 0; nan stays")
 for _op in POLYS:
     # the recurrence runs n - 1 steps at most (n > 128 Hermite lanes are nan, not run); nan n counts as -1
     OPS[_op] = Op(f"_sp_{_op.removeprefix('special_')}", 2, "tl.minimum(b, 129.0)" if "hermite" in _op else
@@ -455,6 +465,8 @@ def _register_helpers() -> None:
     register_helper("_sp_zeta", _zeta())
     register_helper("_sp_powm", _POWM)
     register_helper("_sp_acos", _ACOS)
+    register_helper("_sp_hypot", _HYPOT)
+    register_helper("_sp_angle", _ANGLE)
     for op, rec in POLYS.items():
         register_helper(OPS[op].helper, _poly_source(OPS[op].helper, rec))
 
@@ -525,6 +537,43 @@ def special_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     return src, launch, _closure(used)
 
 
+_NEXT_BITS = {torch.float32: ("tl.int32", "tl.float32", -2147483648), torch.float16: ("tl.int16", "tl.float16", -32768),
+              torch.bfloat16: ("tl.int16", "tl.bfloat16", -32768)}
+
+
+def nextafter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """nextafter(a, b): the neighbour of a toward b in the output dtype itself, one step on its bits (sign and
+    magnitude: +1 moves away from 0); a == b gives b, 0 the smallest subnormal signed as b, nan gives nan."""
+    a, b = node.args[:2]
+    out_dt = dtype(node)
+    if out_dt not in _NEXT_BITS or not all(isinstance(t, fx.Node) for t in (a, b)):
+        raise Unsupported(f"unsupported: {op_name(node)} on {out_dt}")
+    it, ft, sign = _NEXT_BITS[out_dt]
+    L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+         f"a = tl.load(a_ptr + offs, mask=mask, other=0).to({ft})",
+         f"b = tl.load(b_ptr + offs, mask=mask, other=0).to({ft})",
+         # the tests in fp32 (exact for the narrow dtypes; the interpreter compares bf16 as raw bits), the step on
+         # the native bits
+         "af = a.to(tl.float32)", "bf = b.to(tl.float32)",
+         f"ai = a.to({it}, bitcast=True)",
+         "step = tl.where((af < bf) == (af > 0), 1, -1).to(" + it + ")",
+         f"tiny = tl.where(bf > 0, 1, 1 | {sign}).to({it})",
+         f"r = tl.where(af == 0, tiny, ai + step).to({ft}, bitcast=True)",
+         "r = tl.where(af == bf, b, r)",
+         f"r = tl.where((af != af) | (bf != bf), (af + bf).to({ft}), r)",
+         "tl.store(out_ptr + offs, r, mask=mask)"]
+    src = "\n".join([f"@triton.jit\ndef {name}(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):",
+                     '    """nextafter of each element pair, on the bits."""'] + ["    " + ln for ln in L]) + "\n"
+    v, av, bv = names[node], names[a], names[b]
+    launch = [f"_shape = _bshape({av}.shape, {bv}.shape)",
+              f"_a = {av}.to({torch_dtype(out_dt)}).expand(_shape).contiguous()",
+              f"_b = {bv}.to({torch_dtype(out_dt)}).expand(_shape).contiguous()",
+              f"{v} = torch.empty(_shape, dtype={torch_dtype(out_dt)}, device=dev)", f"_n = {v}.numel()",
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_a, _b, {v}, _n, BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+    return src, launch, set()
+
+
 _register_helpers()
+register("nextafter", Primitive("special", TUNABLES, nextafter_kernel))
 for _op in OPS:
     register(_op, Primitive("special", TUNABLES, special_kernel))
