@@ -242,6 +242,9 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
 
     x, dim, index, src = node.args[:4]
     reduce = node.kwargs.get("reduce") or (node.args[4] if len(node.args) > 4 else None)
+    if reduce == "multiply" and dtype(node).is_floating_point:  # hook: scatter_reduce.py's pull kernel (prod)
+        from workbench.lowering.scatter_reduce import pull_kernel
+        return pull_kernel(name, node, names, expr)
     add = packet(node) == "scatter_add" or reduce == "add"
     if reduce not in (None, "add") or (add and dtype(node) in (torch.bool, torch.int8, torch.uint8, torch.int16)):
         raise Unsupported(f"unsupported: {op_name(node)} with reduce={reduce!r} on {dtype(node)}")
