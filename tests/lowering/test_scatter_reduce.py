@@ -30,7 +30,8 @@ INDEX = {
                    f"{V.format('4, 5, 3')}, torch.tensor([0, 4, 2, 0, 4, 1]), {V.format('4, 6, 3')}")
     for r in ("prod", "mean", "amax", "amin")}
 LEGACY = {"scatter_multiply": ("x, i, s", "torch.scatter(x, 0, i, s, reduce='multiply'), "
-                               "torch.scatter(x, 1, i, 1.5, reduce='multiply')",
+                               "torch.scatter(x, 1, i, 1.5, reduce='multiply'), "
+                               "torch.scatter(x, 1, i, 2.0, reduce='add')",
                                f"{V.format('4, 5')}, torch.randint(0, 4, (3, 4)), {V.format('3, 4')}")}
 
 

@@ -242,7 +242,9 @@ def scatter_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
 
     x, dim, index, src = node.args[:4]
     reduce = node.kwargs.get("reduce") or (node.args[4] if len(node.args) > 4 else None)
-    if reduce == "multiply" and dtype(node).is_floating_point:  # hook: scatter_reduce.py's pull kernel (prod)
+    # hook: scatter_reduce.py's pull kernel takes reduce="multiply" (prod) and a scalar value added in a float
+    # dtype (the fp32 accumulation below calls .to on the value, a Python float: fp16/bf16 failed there)
+    if (reduce == "multiply" or (reduce == "add" and not isinstance(src, fx.Node))) and dtype(node).is_floating_point:
         from workbench.lowering.scatter_reduce import pull_kernel
         return pull_kernel(name, node, names, expr)
     add = packet(node) == "scatter_add" or reduce == "add"
