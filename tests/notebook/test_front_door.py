@@ -104,6 +104,12 @@ def test_suite_runs_put_gpu_runs_first_and_name_runs_by_their_report(tmp_path):
     runs = suite_runs(tmp_path)
     assert [(r.label, r.on_gpu) for r in runs] == [("id-z_gpu", True), ("id-a_cpu", False)]
     assert runs[0].problems()["speedup"].tolist() == [2.0]
+    from profiling.widgets_figures import figure_png
+    from workbench.notebook.results import SUITE_SPEEDUPS
+
+    # 04_suites draws a GPU run this way (no GPU suite run is recorded yet: this is its only check on the CPU)
+    assert figure_png(fast_p_figure(runs[0].problems(), SUITE_SPEEDUPS, "t")).startswith(PNG)
+    assert figure_png(speedup_distribution_figure(runs[0].problems(), SUITE_SPEEDUPS, "t")).startswith(PNG)
 
 
 def test_the_charts_draw_every_level_and_an_empty_frame():
@@ -153,3 +159,36 @@ def test_every_view_leaves_a_static_copy_with_an_image(monkeypatch):
         assert "wb-static { display: none; }" in live.children[0].value  # the live view hides the copy
         assert shown[1][1] == {"raw": True} and STATIC_CLASS in static["text/html"]
         assert "data:image/png;base64," in static["text/html"] and static["image/png"]
+
+
+def test_your_kernel_steps_on_the_cpu(tmp_path):
+    from workbench.notebook.your_kernel import clocks_table, resolve_spec, spec_cost, write_draft
+
+    spec = resolve_spec("examples/vector_add/spec.py", root=ROOT)
+    with pytest.raises(FileNotFoundError, match="no spec file level1/nothing.py: looked at"):
+        resolve_spec("level1/nothing.py", root=ROOT, kernelbench=tmp_path)
+    lowered, path = write_draft(spec, {"N": 1024}, tmp_path)
+    assert path == tmp_path / "draft.py" and "ModelNew" in path.read_text() and lowered.ops
+    cost = spec_cost(spec, {"N": 1024}, device="cpu")
+    assert cost["flops"] == 0 and cost["bytes"] == 3 * 1024 * 4  # two fp32 inputs and one output, no matmul
+
+    class Result:
+        device_time_us, wall_time_us, baseline_device_time_us, baseline_wall_time_us = None, 16001.2, None, 23.1
+        timing_basis = "wall (device time unavailable: no device time on this platform)"
+
+    t = clocks_table(Result())
+    assert t["wall time [us]"].tolist() == [16001.2, 23.1] and t["device time [us]"].isna().all()
+
+
+@pytest.mark.gpu
+def test_the_best_kernels_profile_has_a_roofline_position(tmp_path):
+    """06_your_kernel's step 4 on a GPU: a Proton kernel-level profile of the bundled vector_add candidate
+    in a scope with the reference's bytes, so its kernel gets a bandwidth (and a roofline point)."""
+    import profiling
+    from workbench.notebook.your_kernel import profile_candidate
+
+    hatchet = profile_candidate(ROOT / "examples" / "vector_add" / "spec.py",
+                                ROOT / "examples" / "vector_add" / "candidate.py", tmp_path)
+    prof = profiling.load(hatchet)
+    k = prof.kernels
+    assert len(k) and k["launches"].sum() >= 10 and (k["gbps"] > 0).any(), k.to_string()
