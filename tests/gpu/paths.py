@@ -37,7 +37,12 @@ def workbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> tupl
     t0 = time.perf_counter()
     if logs:
         Path(logs).mkdir(parents=True, exist_ok=True)
-        log = Path(logs) / (re.sub(r"[^A-Za-z0-9_.-]+", "_", " ".join(args[:2]))[:60] + ".log")
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", " ".join(args[:2]))[:60]
+        log = Path(logs) / f"{stem}.log"
+        n = 1
+        while log.exists():  # the same path run twice (a resume) keeps both logs
+            n += 1
+            log = Path(logs) / f"{stem}.{n}.log"
         with open(log, "w", encoding="utf-8") as err:
             try:
                 done = subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=cwd or REPO, env=env,
@@ -63,3 +68,11 @@ def record(path: str, wall_s: float, rc: int) -> None:
 
 def explain(proc: subprocess.CompletedProcess) -> str:
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+
+
+def keep(path: Path, name: str) -> None:
+    """Copy a file a path wrote (a suite's report) next to the logs, when the GPU CI keeps them."""
+    logs = os.environ.get("WB_GPU_CI_LOGS")
+    if logs and path.is_file():
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        (Path(logs) / name).write_bytes(path.read_bytes())

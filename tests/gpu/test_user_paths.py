@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.gpu.paths import REPO, explain, kernelbench_root, problem, workbench
+from tests.gpu.paths import REPO, explain, keep, kernelbench_root, problem, workbench
 
 pytestmark = pytest.mark.gpu
 
@@ -80,6 +80,8 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
     proc, wall = workbench(*args, timeout=300)
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
+    for name in ("report.md", "problems.csv"):
+        keep(tmp_path / report["run_id"] / name, f"suite_kernelbench_{name}")
     assert report["complete"] and len(report["problems"]) == 9, report["counts"]
     assert report["ran"] == 9, [(p["problem_id"], p.get("diagnosis")) for p in report["problems"]]
     correct = [p for p in report["problems"] if p["correct"]]
@@ -102,6 +104,8 @@ def test_suite_aten_a_handful_of_ops_in_fp32_and_bf16(tmp_path):
                         "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=240)
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
+    for name in ("report.md", "problems.csv"):
+        keep(tmp_path / report["run_id"] / name, f"suite_aten_{name}")
     bad = [(p["problem_id"], p.get("diagnosis")) for p in report["problems"] if not p["correct"]]
     assert len(report["problems"]) >= 18 and len(bad) <= 2, bad
 
