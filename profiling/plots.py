@@ -148,7 +148,10 @@ def kernel_overview(prof: Profile, top: int = 10, axes: Any = None) -> Any:
         legend_outside(axes[1])
     for y, (g, f) in enumerate(zip(gb, d["bw_fraction"], strict=False)):
         if g > 0 and f == f:
-            axes[1].text(g, y, f" {100 * f:.0f}%", va="center", fontsize=8)
+            # inside the bar once it nears the ceiling, where a label past its end would sit on the red line
+            inside = f > 0.5
+            axes[1].text(g, y, f"{100 * f:.0f}% " if inside else f" {100 * f:.0f}%", va="center", fontsize=8,
+                         ha="right" if inside else "left", color="white" if inside else "black")
     axes[1].set_xlabel("achieved bandwidth [GB/s] (bytes from scope metadata)")
     axes[1].set_title("bandwidth vs roofline")
     axes[1].set_yticks([])
