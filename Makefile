@@ -92,9 +92,10 @@ test: $(STAMPS)/.dev
 # The GPU test suite: every user path on a CUDA device (eval, lower, optimize, suite kernelbench and aten,
 # profile, the Ray evaluator, the case studies, the harness's device rules), compiled kernels, no interpreter.
 # On a machine without a GPU every test skips with its reason. On the H200: make test-gpu PYTHON=$(command -v python3)
+GPU_TESTS ?= tests
 test-gpu: $(STAMPS)/.base
 	env -u TRITON_INTERPRET MPLBACKEND=Agg HF_HUB_OFFLINE=1 $(PY) -m pytest -m gpu -q -ra -p no:cacheprovider \
-		--durations=15 tests $(GPU_TEST_ARGS)
+		--durations=15 $(GPU_TESTS) $(GPU_TEST_ARGS)
 
 lab: $(STAMPS)/.lab
 	$(PY) -m jupyter lab notebooks/

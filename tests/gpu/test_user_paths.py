@@ -76,7 +76,7 @@ def test_optimize_from_a_lowered_seed_with_the_tuner(tmp_path):
 def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_path):
     root = kernelbench_root()
     args = ["suite", "kernelbench", "--root", str(root), "--levels", "1,2,3", "--problems", "1-3", "--device",
-            "cuda", "--draft", "lower", "--budget", "2", "--run-dir", str(tmp_path), "--json"]
+            "cuda", "--draft", "lower", "--budget", "1", "--run-dir", str(tmp_path), "--json"]
     proc, wall = workbench(*args, timeout=300)
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
@@ -94,7 +94,7 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
     again, _ = workbench("suite", "kernelbench", "--resume", run, "--run-dir", str(tmp_path), "--json")
     assert again.returncode == 0, explain(again)
     assert json.loads(again.stdout)["counts"] == report["counts"]
-    print(f"suite kernelbench, 9 problems, budget 2: {wall:.0f} s, "
+    print(f"suite kernelbench, 9 problems, budget 1: {wall:.0f} s, "
           f"{report['throughput']['evaluations']} evaluations")
 
 
