@@ -123,3 +123,16 @@ def test_a_log_gets_one_line_per_problem_and_no_bar(tmp_path):
     assert len(lines) == 2 and "\r" not in proc.stderr, proc.stderr[-3000:]
     assert any("1_Add: correct" in ln for ln in lines) and any("5_Sub: incorrect" in ln for ln in lines), lines
     assert proc.stdout.splitlines()[0] == "2 of 2 problems reached the harness, 1 correct"
+
+
+def test_stop_after_leaves_the_rest_pending_and_a_resume_runs_them(tmp_path):
+    from tests.suites.kb_folder import write_candidates
+    from workbench.suites import run_kernelbench
+
+    root = write_problems(tmp_path / "kb", ["1_Add", "2_ReLU"])
+    seeds = write_candidates(tmp_path / "seeds", ["1_Add", "2_ReLU"])
+    run = run_kernelbench(root, levels="1", draft="none", seed_dir=seeds, device="cpu", trials=1, progress=False,
+                          run_dir=tmp_path / "runs", stop_after_s=1e-6)  # past it before the first problem starts
+    assert not run.report["complete"] and run.report["counts"] == {"pending": 2}
+    again = run_kernelbench(resume=str(run.path), stop_after_s=600, progress=False)
+    assert again.report["complete"] and again.report["levels"]["1"]["correct"] == 2

@@ -120,4 +120,7 @@ def _main(args: argparse.Namespace) -> int:
             print(run.report["headline"])
         print(run.table())
         print(f"\nrun {run.run_id}: {run.path}/ (report.md, report.json, problems.csv, fast_p.png, speedups.png)")
+        if not run.report["complete"]:
+            print(f"incomplete: {run.report['counts'].get('pending', 0)} problems pending; continue with "
+                  f"--resume {run.run_id}")
     return 1 if nothing_ran else 0

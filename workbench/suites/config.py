@@ -31,9 +31,9 @@ DRAFTS = ("lower", "none")
 SUITE_SEARCH_FIELDS = ("llm", "llm_options", "llm_max_new_tokens", "llm_step", "policy", "device", "workers",
                        "evaluator", "timeout_s", "trials")
 # What a resumption may change: parallelism, limits, the backend; never the problems or how they are drafted.
-RESUMABLE = ("workers", "evaluator", "timeout_s", "prepare_timeout_s", "parallel")
+RESUMABLE = ("workers", "evaluator", "timeout_s", "prepare_timeout_s", "parallel", "stop_after_s")
 # The suite's own flags by subcommand (the shared ones first)
-COMMON_FIELDS = ("draft", "seed_dir", "budget", "prepare_timeout_s", "compile_baseline", "parallel")
+COMMON_FIELDS = ("draft", "seed_dir", "budget", "prepare_timeout_s", "compile_baseline", "parallel", "stop_after_s")
 KERNELBENCH_FIELDS = ("root", "levels", "problems", "max_elems")
 ATEN_FIELDS = ("ops", "dtypes", "max_samples")
 
@@ -70,6 +70,10 @@ class SuiteConfig:
                                        "run in parallel on the CPU while their candidates queue for the evaluator's "
                                        "--workers (default: --workers on cpu; on cuda 4 x --workers, up to the "
                                        "CPU count)")
+    stop_after_s: float | None = option(None, flag="--stop-after", metavar="SECONDS",
+                                        help="start no problem after this many seconds of this session (a "
+                                             "time-limited job): the rest stay pending for --resume, the report "
+                                             "is written")
     search: SearchConfig = option(default_factory=_search_template, cli=False,
                                   help="the search and evaluation settings of every problem")
 
@@ -87,6 +91,8 @@ class SuiteConfig:
             raise SuiteError(f"unknown device {s.device!r}: expected cpu or cuda")
         if s.evaluator not in ("local", "ray"):
             raise SuiteError(f"unknown evaluator {s.evaluator!r}: expected local or ray")
+        if self.stop_after_s is not None and self.stop_after_s <= 0:
+            raise SuiteError(f"--stop-after must be positive, got {self.stop_after_s}")
         if self.parallel is not None and self.parallel < 1:
             raise SuiteError(f"--parallel must be >= 1, got {self.parallel}")
         if self.max_elems is not None and self.max_elems < 1:

@@ -148,7 +148,11 @@ class SuiteRunner:
                        desc=f"suite {self.cfg.suite}", dynamic_ncols=True, mininterval=0.5)
         tally = {"passed": 0, "other": 0, "done": len(rows) - len(todo)}
 
+        stop_at = time.monotonic() + self.cfg.stop_after_s if self.cfg.stop_after_s else None
+
         def one(row: ProblemRow) -> None:
+            if stop_at is not None and time.monotonic() > stop_at:
+                return  # past --stop-after: stays pending for --resume
             record = self._run_problem(row)
             with self._lock:
                 tally["passed" if record.get("correct") else "other"] += 1
@@ -177,6 +181,10 @@ class SuiteRunner:
             pool.shutdown(wait=False, cancel_futures=True)
             if bar is not None:
                 bar.close()
+        left = sum(1 for r in self.store.problems() if not r.finished)
+        if stop_at is not None and left:
+            log.warning("--stop-after %g s reached: %d problems left pending (continue with --resume %s)",
+                        self.cfg.stop_after_s, left, self.path.name)
 
     def _run_problem(self, row: ProblemRow) -> dict[str, Any]:
         self.store.mark_running(row.problem_id)
