@@ -193,9 +193,18 @@ class Browser:
 
 
 def wait_for(cond: Callable[[], Any], timeout: float, what: str, poll: float = 0.25) -> Any:
+    """Poll `cond` until it is true. An element found and then replaced before it was read (a widget's
+    HTML redrawn between `find_element` and `.text`) counts as not yet: the next poll finds the new one."""
+    try:
+        from selenium.common.exceptions import StaleElementReferenceException as Stale
+    except ImportError:  # waits on the server alone need no browser
+        Stale = LookupError  # noqa: N806 - an exception class, as the import's name
     deadline = time.monotonic() + timeout
     while True:
-        got = cond()
+        try:
+            got = cond()
+        except Stale:
+            got = None
         if got:
             return got
         if time.monotonic() > deadline:

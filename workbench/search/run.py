@@ -174,7 +174,9 @@ class Run:
         ax.set_xlabel("evaluation (finish order)")
         ax.xaxis.get_major_locator().set_params(integer=True)  # a count: no 2.5 ticks
         ax.set_ylabel("fitness [x] (reference / candidate time)")
-        ax.set_title(f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}")
+        on_cpu = str(self.platform).lower().startswith("cpu")  # the interpreter: its times rank nothing
+        ax.set_title(f"{self.spec_key.split('@')[0]} on {self.platform}: {self.config.policy}, {self.operator}"
+                     + (" (interpreter times: they rank nothing)" if on_cpu else ""))
         fig.tight_layout()
         return fig
 
