@@ -186,7 +186,7 @@ def test_llm_failures_become_nodes_and_good_code_is_evaluated(tmp_path: Path, cp
     assert calls[1].verdict["status"] == "passed" and calls[1].verdict["fitness"] == ok.fitness > 0
     assert calls[1].messages == srv.requests[1]["messages"] and calls[1].candidate.strip() == good.strip()
     assert ok.meta["provenance"]["call_file"] == f"llm_calls/{calls[1].call}.json"
-    table = calls_table(run.run_dir)
+    table = calls_table(run)  # a Run or its folder
     assert list(table["node"]) == [bad.id, ok.id] and list(table["status"]) == ["generation_failed", "passed"]
     assert table["prompt"][1] == ok.prompt and table["reply"][0] == replies[0]
 

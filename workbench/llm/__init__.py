@@ -1,4 +1,12 @@
-"""The LLM step function: providers that turn a prompt into text, and a parser that finds the kernel in it.
+"""The LLM step: providers that turn a prompt into text, the prompt, and everything that turns a reply into
+a checked candidate (docs/llm.md has the map of the package's files).
+
+    from workbench.llm import LLMSettings, get_provider
+    from workbench.llm.step import LLMStep
+    step = LLMStep(get_provider("openai"), LLMSettings(best_of=2))
+    outcomes = step.expand(ctx)                     # ctx: a workbench.llm.context.StepContext
+
+The provider alone:
 
     from workbench.llm import get_provider, LLMError
     from workbench.llm.parse import extract_code
@@ -19,6 +27,7 @@ from typing import Any
 
 from workbench.llm.provider import ERROR_KINDS, LLMError, LLMProvider, LLMReply, NoneProvider
 from workbench.llm.provider_config import PROVIDERS, LLMConfig
+from workbench.llm.settings import LLMSettings, LLMSettingsError
 
 __all__ = [
     "ERROR_KINDS",
@@ -27,6 +36,8 @@ __all__ = [
     "LLMError",
     "LLMProvider",
     "LLMReply",
+    "LLMSettings",
+    "LLMSettingsError",
     "get_provider",
 ]
 

@@ -96,9 +96,9 @@ def link_verdict(path: str | Path, *, node: str, status: str, fitness: float | N
         log.warning("could not link node %s to LLM call %s: %s", node, p, exc)
 
 
-def load_calls(run_folder: str | Path) -> list[CallRecord]:
-    """The saved calls of a run (its folder, `runs/<run>`), in the order they were made."""
-    d = Path(run_folder) / CALLS_DIR
+def load_calls(run_folder: str | Path | Any) -> list[CallRecord]:
+    """The saved calls of a run (its folder `runs/<run>`, or a `Run`), in the order they were made."""
+    d = Path(getattr(run_folder, "run_dir", run_folder)) / CALLS_DIR
     if not d.is_dir():
         return []
     names = {f.name for f in CallRecord.__dataclass_fields__.values()}
@@ -114,11 +114,11 @@ def load_calls(run_folder: str | Path) -> list[CallRecord]:
     return out
 
 
-def calls_table(run_folder: str | Path) -> Any:
-    """A run's prompts, replies and verdicts as a pandas DataFrame, one row a call in call order:
-    call, node, kind, sample, temperature, outcome (before the harness), status and fitness (the
-    harness's verdict, empty for a rejected or failed one), error_class, diagnosis, prompt (the chat
-    as one text), reply, tokens and seconds."""
+def calls_table(run_folder: str | Path | Any) -> Any:
+    """A run's prompts, replies and verdicts as a pandas DataFrame, one row a call in call order (the run's
+    folder `runs/<run>`, or a `Run`): call, node, kind, sample, temperature, outcome (before the harness),
+    status and fitness (the harness's verdict, empty for a rejected or failed one), error_class,
+    diagnosis, prompt (the chat as one text), reply, candidate, tokens and seconds."""
     import pandas as pd
 
     from workbench.llm.prompt import chat_text
