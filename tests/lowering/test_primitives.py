@@ -157,6 +157,18 @@ CONVS_TAP = {
 }
 
 
+# fewer than 16 input channels a group, not transposed: the direct form (outer products per channel and tap,
+# taps unrolled): padded and unpadded dims, stride with dilation, groups, output channels past one block
+# (DIRECT_BLOCK_CO 32) and not a power of two, an epilogue
+CONVS_DIRECT = {
+    "d1d": ("nn.Conv1d(3, 5, 4, stride=3, padding=2, dilation=2)", "2, 3, 17"),
+    "d2d_groups": ("nn.Conv2d(6, 9, (3, 2), stride=(2, 1), padding=(1, 0), groups=3)", "2, 6, 7, 9"),
+    "d2d_wide": ("nn.Conv2d(3, 37, 5, stride=2, padding=2)", "1, 3, 11, 10"),
+    "d3d": ("nn.Conv3d(3, 16, 3, padding=(1, 0, 1))", "2, 3, 4, 5, 6"),
+    "d3d_nobias": ("nn.Conv3d(2, 3, 2, stride=(1, 2, 1), dilation=(2, 1, 1), bias=False)", "1, 2, 5, 5, 3"),
+}
+
+
 # one input channel a group: the depthwise form (no tl.dot), multipliers 1 and 2, with an epilogue
 CONVS_DW = {
     "dw1d": ("nn.Conv1d(5, 10, 3, stride=2, padding=1, groups=5)", "2, 5, 13"),
@@ -167,8 +179,13 @@ CONVS_DW = {
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("cases", ["flat", "tap", "depthwise"])
+@pytest.mark.parametrize("cases", ["flat", "tap", "depthwise", "direct"])
 def test_convolution(tmp_path: Path, dt: str, cases: str) -> None:
+    if cases == "direct":
+        _family(tmp_path, "conv_direct", dt, {k: ("x", "torch.sigmoid(self.m(x) * 2)", R.format(shp))
+                                              for k, (_, shp) in CONVS_DIRECT.items()},
+                init={k: f"self.m = {mod}.to(DT)" for k, (mod, _) in CONVS_DIRECT.items()})
+        return
     if cases == "depthwise":
         _family(tmp_path, "conv_dw", dt, {k: ("x", "torch.tanh(self.m(x)) * 2", R.format(shp))
                                           for k, (_, shp) in CONVS_DW.items()},
@@ -181,7 +198,8 @@ def test_convolution(tmp_path: Path, dt: str, cases: str) -> None:
 
 def test_convolution_loops(tmp_path: Path) -> None:
     """Which reduction loop each convolution gets: tap-major from 16 channels a group, stride classes only
-    for a strided transposed one."""
+    for a strided transposed one; fewer channels, not transposed: the direct kernel and its flat twin
+    (CONV_DIRECT picks one at run time)."""
     spec = tmp_path / "convs.py"
     init = [f"self.m{k} = {mod}" for k, (mod, _) in enumerate(CONVS_TAP.values())]
     n = len(init)
@@ -195,11 +213,11 @@ def test_convolution_loops(tmp_path: Path) -> None:
                                 init="\n".join("        " + i for i in init)))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
-    loops = re.findall(r"((?:tap-major|depthwise|flat \(ci, k\))(?:, \d+ stride classes)?) reduction",
-                       res.source)
+    loops = re.findall(r"((?:tap-major|depthwise|direct \(ci, taps\)|flat \(ci, k\))(?:, \d+ stride classes)?) "
+                       r"reduction", res.source)
     assert loops == ["tap-major", "tap-major", "tap-major, 4 stride classes", "tap-major, 6 stride classes",
-                     "tap-major, 3 stride classes", "tap-major", "flat (ci, k)", "flat (ci, k), 4 stride classes",
-                     "depthwise"]
+                     "tap-major, 3 stride classes", "tap-major", "direct (ci, taps)", "flat (ci, k)",
+                     "flat (ci, k), 4 stride classes", "depthwise"]
 
 
 POOLS = {

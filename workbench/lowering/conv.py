@@ -35,14 +35,18 @@ from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_tunables
 
-TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "DW_BLOCK_C", "DW_BLOCK_P")
+TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "DW_BLOCK_C", "DW_BLOCK_P",
+            "DIRECT_BLOCK_P", "DIRECT_BLOCK_CO", "DIRECT_NUM_WARPS", "CONV_DIRECT")
 # DW_*: the depthwise form's [channels, positions] tile. On the H200 (level 1 82-85, fp32, 4 warps) 4 x 256
 # ran at 1.08-2.24x of cuDNN, the implicit GEMM's 32 x 64 at 0.20-0.52x (experiments/depthwise_tiles)
 DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 64), "CONV_BLOCK_CO": ([16, 32, 64, 128], 32),
             "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4),
-            "DW_BLOCK_C": ([1, 2, 4, 8], 4), "DW_BLOCK_P": ([256, 512, 1024], 256)}
+            "DW_BLOCK_C": ([1, 2, 4, 8], 4), "DW_BLOCK_P": ([256, 512, 1024], 256),
+            "DIRECT_BLOCK_P": ([128, 256, 512], 256), "DIRECT_BLOCK_CO": ([8, 16, 32, 64], 16),
+            "DIRECT_NUM_WARPS": ([1, 2, 4], 4), "CONV_DIRECT": ([1, 0], 1)}
 register_tunables(DEFAULTS)
-TAP_MIN_CHANNELS = 16  # tl.dot's smallest K: fewer channels per group take the flat loop
+TAP_MIN_CHANNELS = 16  # tl.dot's smallest K: fewer channels per group take the direct (or flat) loop
+DIRECT_MAX_TAPS = 32  # the direct loop unrolls the last dim's taps: up to 32 of them
 
 
 def _decompose(var: str, names: list[str], sizes: list[str], out: list[str]) -> str:
@@ -141,6 +145,52 @@ def _depthwise_loop(S: int, stride: list[int], padding: list[int], dilation: lis
     return L + ["    " + ln for ln in inner]
 
 
+def _direct_loop(S: int, stride: list[int], padding: list[int], dilation: list[int], taps: list[int]) -> list[str]:
+    """Few input channels a group (an image's 3): no tl.dot. Each (channel, tap) adds the outer product of
+    a [CONV_BLOCK_CO] vector of w and a [CONV_BLOCK_P] vector of x to the fp32 tile, so every FMA is a
+    useful one (the flat GEMM padded a 3-channel 3x3x3 reduction of 81 to 96 and its output channels to
+    the block, and split each (row, r) pair's index on the tile). The rows' input offsets are computed
+    once; a tap adds its offset (the last dim's taps are unrolled: their count is the weight's, fixed when
+    lowering), and only a padded dim tests its bounds.
+
+    The tile is [channels, positions] with at least 32 * num_warps positions: Triton's default layout then
+    puts lanes and warps along the positions and every channel of a position in one thread, which is
+    exactly the layout of the x vector's own load (one coalesced load a tap, no shared-memory exchange)
+    and makes w's vector a uniform load (its channels contiguous: `_wd`, a copy of w, channels last).
+    [positions, channels] spread a 16-channel tile over 16 lanes: each tap's x went through shared
+    memory, two barriers a tap (sm_90 SASS)."""
+    sp = range(S)
+    L = ["xrow = pn * sx0 + g * CIN_G * sx1"]
+    for d in sp:
+        L.append(f"b{d} = o{d} * {stride[d]} - {padding[d]}")
+        L.append(f"xrow += b{d} * sx{2 + d}")
+    # a runtime loop over (channel, every tap dim but the last), the last dim's taps unrolled: a full unroll
+    # let ptxas hoist every tap's loads (a 3x3x3 tile of 128 x 64 spilled 11 KB a thread on sm_90)
+    last, outer = S - 1, _numel(taps[:-1])
+    # w is the padded copy `_wd` (launch): output channels fastest, each group's padded to whole blocks, so
+    # a tap's [CONV_BLOCK_CO] vector loads unmasked as 16-byte vectors (a masked one went out as scalars)
+    L += ["wrow = (g * COUT_GP + co) * sw0", f"for it in range(0, CIN_G * {outer}):"]
+    inner: list[str] = []
+    rest = "it"
+    for d in range(last - 1, -1, -1):   # it -> (ci, k0 .. k[S-2]), last fastest; literal divisors
+        inner.append(f"k{d} = {rest} % {taps[d]}")
+        inner.append(f"_t{d} = {rest} // {taps[d]}")
+        rest = f"_t{d}"
+    inner.append(f"ci = {rest}")
+    xo = "".join(f" + k{d} * {dilation[d]} * sx{2 + d}" for d in range(last))
+    wo = "".join(f" + k{d} * sw{2 + d}" for d in range(last))
+    inner += [f"xci = x_ptr + xrow + ci * sx1{xo}", f"wci = w_ptr + wrow + ci * sw1{wo}"]
+    ok = " & ".join(["pmask"] + [f"(b{d} + k{d} * {dilation[d]} >= 0) & (b{d} + k{d} * {dilation[d]} < I{d})"
+                                 for d in range(last) if padding[d] > 0])
+    inner += [f"rowok = {ok}", f"for kl in tl.static_range({taps[last]}):"]
+    okl = "rowok" + (f" & (b{last} + kl * {dilation[last]} >= 0) & (b{last} + kl * {dilation[last]} < I{last})"
+                     if padding[last] > 0 else "")
+    inner += [f"    xt = tl.load(xci + kl * {dilation[last]} * sx{2 + last}, mask={okl}, other=0.0).to(tl.float32)",
+              f"    wt = tl.load(wci + kl * sw{2 + last}).to(tl.float32)",
+              "    acc += wt[:, None] * xt[None, :]"]
+    return L + ["    " + ln for ln in inner]
+
+
 def _dot(prec: str, bf16: bool) -> list[str]:
     out = []
     if bf16:
@@ -179,6 +229,36 @@ def _tap_loop(S: int, transposed: bool, stride: list[int], padding: list[int], d
 
 def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node, str],
                 precision: str) -> tuple[str, list[str], set[str]]:
+    """(source, launch lines, helpers) of a convolution group. A convolution that can take the direct form
+    gets two kernels, direct and flat (`<name>_flat`), and the forward launches the one CONV_DIRECT names:
+    the form is a tunable, so the tuner tries the tensor-core flat GEMM (tf32x3) against the FMA direct
+    loop on each problem, each checked against eager like any config."""
+    if not _direct_ok(group):
+        return _conv_source(name, group, mat, names, precision, direct=False)
+    src_d, launch_d, help_d = _conv_source(name, group, mat, names, precision, direct=True)
+    src_f, launch_f, help_f = _conv_source(f"{name}_flat", group, mat, names, precision, direct=False)
+    launch = ["if CONV_DIRECT:"] + ["    " + ln for ln in launch_d] + ["else:"] + ["    " + ln for ln in launch_f]
+    return src_d + "\n\n" + src_f, launch, help_d | help_f
+
+
+def _direct_ok(group: Group) -> bool:
+    """Whether the direct form applies: not transposed, fewer than 16 input channels a group but more than
+    one when grouped (one is the depthwise form), and static taps, at most DIRECT_MAX_TAPS along the last dim
+    (unrolled)."""
+    anchor = group.anchor
+    assert anchor is not None
+    x, w, _b, _stride, _padding, _dilation, transposed, _op, groups = anchor.args
+    if transposed or val(x).dim() - 2 not in (1, 2, 3):
+        return False
+    cin_g = int(val(w).shape[1])
+    if cin_g >= TAP_MIN_CHANNELS or (cin_g == 1 and int(groups) > 1):
+        return False
+    taps = val(w).shape[2:]
+    return all(isinstance(k, int) for k in taps) and int(taps[-1]) <= DIRECT_MAX_TAPS
+
+
+def _conv_source(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node, str], precision: str,
+                 direct: bool) -> tuple[str, list[str], set[str]]:
     anchor = group.anchor
     assert anchor is not None
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = anchor.args
@@ -191,6 +271,7 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     cin_g = int(val(w).shape[0]) // G if transposed else int(val(w).shape[1])
     dw = not transposed and cin_g == 1 and G > 1
     tap = cin_g >= TAP_MIN_CHANNELS
+    taps = [int(k) for k in val(w).shape[2:]] if direct else []
     classes = bool(transposed) and any(s > 1 for s in stride)
     ncls = 1
     for s in (stride if classes else []):
@@ -199,7 +280,7 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     o = [f"o{d}" for d in sp]
     res = pw.Val("acc", torch.float32)
     # the tile is [positions, channels], or [channels, positions] for a depthwise convolution
-    P_, C_ = ("[None, :]", "[:, None]") if dw else ("[:, None]", "[None, :]")
+    P_, C_ = ("[None, :]", "[:, None]") if dw or direct else ("[:, None]", "[None, :]")
     idx = [f"pn{P_}", f"cog{C_}"] + [f"o{d}{P_}" for d in sp]
     body = build_body(group, [], idx, "omask", f"(pn{P_} * 0 + cog{C_} * 0)", {anchor: res})
     body.outputs = ([anchor] if anchor in mat else []) + [n for n in mat if n is not anchor]
@@ -236,6 +317,10 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
         prec, tap = "", False  # no tl.dot: elementwise fp32 products, exact as eager's
         L.append("acc = tl.zeros([CONV_BLOCK_CO, CONV_BLOCK_P], tl.float32)")
         L += _depthwise_loop(S, stride, padding, dilation)
+    elif direct:
+        prec = ""  # no tl.dot: fp32 products, one FMA chain per output as eager's fp32 convolution
+        L.append("acc = tl.zeros([CONV_BLOCK_CO, CONV_BLOCK_P], tl.float32)")
+        L += _direct_loop(S, stride, padding, dilation, taps)
     else:
         L.append("acc = tl.zeros([CONV_BLOCK_P, CONV_BLOCK_CO], tl.float32)")
         L += (_tap_loop(S, bool(transposed), stride, padding, dilation, classes, prec, bf16) if tap else
@@ -249,29 +334,37 @@ def conv_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Node
     params = (["x_ptr", "w_ptr"] + (["b_ptr"] if has_bias else []) +
               [f"out{j}_ptr" for j in range(len(body.outputs))] + [f"in{q}_ptr" for q in range(len(body.inputs))] +
               [f"sc{q}" for q in range(len(body.scalars))] +
-              ["P", "PSP", "OSP", "R", "NCB", "CIN_G", "COUT_G", "COUT"] + [f"I{d}" for d in sp] +
+              ["P", "PSP", "OSP", "R", "NCB", "CIN_G", "COUT_G", "COUT"] + (["COUT_GP"] if direct else []) +
+              [f"I{d}" for d in sp] +
               [f"O{d}" for d in sp] + [f"J{d}" for d in sp] + [f"K{d}" for d in sp] +
               [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
               [f"in{q}_s{d}" for q in range(len(body.inputs)) for d in range(S + 2)] +
               ["CONV_BLOCK_P: tl.constexpr", "CONV_BLOCK_CO: tl.constexpr", "CONV_BLOCK_R: tl.constexpr",
                "IDX64: tl.constexpr"] + (["CH_EVEN: tl.constexpr"] if tap else []) +
               (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
-              (["DOT_F32: tl.constexpr"] if bf16 and not dw else []))
+              (["DOT_F32: tl.constexpr"] if bf16 and not (dw or direct) else []))
     kind = "transposed " if transposed else ""
-    loop = ("depthwise" if dw else "tap-major" if tap else "flat (ci, k)") + \
+    loop = ("depthwise" if dw else "direct (ci, taps)" if direct else "tap-major" if tap else "flat (ci, k)") + \
         (f", {ncls} stride classes" if classes else "")
     doc = (f'    """{kind}conv{S}d, stride {stride}, padding {padding}, dilation {dilation}, groups {groups}; '
            f'{loop} reduction; epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
     launch = _launch(name, body, names, x, w, b if has_bias else None, transposed, G, stride, padding,
-                     dilation, output_padding, classes, ncls, tap, prec, bf16 and not dw, dw)
+                     dilation, output_padding, classes, ncls, tap, prec, bf16 and not (dw or direct), dw, direct)
     return src, launch, body.helpers
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, b: fx.Node | None,  # noqa: ANN001
             transposed: bool, G: int, stride: list[int], padding: list[int], dilation: list[int],
             output_padding: list[int], classes: bool, ncls: int, tap: bool, prec: str, bf16: bool,
-            dw: bool = False) -> list[str]:
+            dw: bool = False, direct: bool = False) -> list[str]:
     xv, wv = names[x], names[w]
     launch = [f"_N, _CIN = {xv}.shape[0], {xv}.shape[1]", f"_I = {xv}.shape[2:]", f"_K = {wv}.shape[2:]"]
     if transposed:
@@ -297,6 +390,15 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
                    f"_wc = {wv} if {wv}.stride({wdim}) == 1 else "
                    f"{wv}.movedim({wdim}, -1).contiguous().movedim(-1, {wdim})"]
         xv, wv = "_xc", "_wc"
+    if direct:
+        # w (a few KB) as [G * COUT_GP, CIN_G, K...] with output channels fastest, each group's padded with
+        # zeros to whole _BC blocks: a tap's [CONV_BLOCK_CO] vector is one unmasked, uniform 16-byte load
+        launch += ["_BC = min(DIRECT_BLOCK_CO, max(4, triton.next_power_of_2(_COUT_G)))",
+                   "_COUT_GP = -(-_COUT_G // _BC) * _BC",
+                   f"_wd = torch.zeros([_CIN_G, *_K, {G}, _COUT_GP], dtype={wv}.dtype, device={wv}.device)",
+                   f"_wd[..., :_COUT_G] = {wv}.reshape({G}, _COUT_G, _CIN_G, *_K).movedim(0, -1).movedim(0, -1)",
+                   f"_wd = _wd.view(_CIN_G, *_K, {G} * _COUT_GP).movedim(-1, 0)"]
+        wv = "_wd"
     outs = [names[n] for n in body.outputs]
     launch += [f"{ov} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
                for ov, n in zip(outs, body.outputs)]
@@ -306,14 +408,19 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
         strd.append(f"*_e{q}.stride()")
         exp.append(f"_e{q}")
     args = [xv, wv] + ([names[b]] if b is not None else []) + outs + exp + \
-        [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT",
-                                            "*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
+        [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT"] + \
+        (["_COUT_GP"] if direct else []) + ["*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     big = ", ".join([xv, wv] + outs + exp)
     bp, bc = ("DW_BLOCK_P", "DW_BLOCK_C") if dw else ("CONV_BLOCK_P", "CONV_BLOCK_CO")
+    nw = "CONV_NUM_WARPS"
+    if direct:
+        # output channels of a group in one block up to DIRECT_BLOCK_CO (16 for a 16-channel output: no lane
+        # idle); DIRECT_BLOCK_P >= 32 * DIRECT_NUM_WARPS positions (their choices keep it so)
+        bp, bc, nw = "DIRECT_BLOCK_P", "_BC", "DIRECT_NUM_WARPS"
     grid = f"triton.cdiv(_COUT, {bc}), 1" if dw else f"triton.cdiv(_COUT_G, {bc}), {G * ncls}"
     launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, {bp}), {grid})]("
                   f"{', '.join(args)}, CONV_BLOCK_P={bp}, CONV_BLOCK_CO={bc}, "
-                  f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps=CONV_NUM_WARPS"
+                  f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps={nw}"
                   f"{', CH_EVEN=_CIN_G % _BR == 0' if tap else ''}"
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
                   f"{', DOT_F32=_DOT_F32' if bf16 else ''})")
@@ -328,5 +435,11 @@ register_space(Space("conv", ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "
                      ((128, 64, 32, 4, "tf32x3"), (128, 128, 32, 8, "tf32x3"), (64, 64, 32, 4, "tf32x3"),
                       (128, 32, 32, 4, "tf32x3"), (128, 64, 16, 4, "tf32x3"), (64, 128, 32, 4, "tf32x3"),
                       (128, 64, 64, 8, "tf32x3"), (128, 64, 32, 8, "ieee")), rank=50))
+# the direct form's tiles (checked on sm_90 without spills: tests/lowering/test_conv_direct.py); CONV_DIRECT 0
+# (points 0 and 4) runs the flat GEMM instead, with the conv space's point of the same index (tf32x3 there:
+# the form the tuner picked for these problems before the direct one)
+register_space(Space("direct", ("DIRECT_BLOCK_P", "DIRECT_BLOCK_CO", "DIRECT_NUM_WARPS", "CONV_DIRECT"),
+                     ((256, 16, 4, 0), (128, 16, 4, 1), (128, 32, 4, 1), (512, 16, 4, 1), (256, 16, 4, 0),
+                      (256, 32, 4, 1), (128, 16, 2, 1), (128, 64, 4, 1)), rank=55))
 # the depthwise convolution's tile, next best on the H200 after the default 4 x 256 (experiments/depthwise_tiles)
 register_space(Space("depthwise", ("DW_BLOCK_C", "DW_BLOCK_P"), ((2, 512), (1, 1024), (4, 512), (8, 256)), rank=60))

@@ -79,7 +79,9 @@ class KernelFit:
     constexprs: dict[str, Any] = field(default_factory=dict)
     n_regs: int = 0
     shared: int = 0            # dynamic (Triton) + static shared memory, bytes
-    spills: int = 0            # local memory per thread, bytes
+    # bytes per thread spilled: the cubin's STACK (where ptxas puts spilled registers on sm_90: a direct
+    # convolution tile of 1024 x 16 read REG:32 STACK:8960 LOCAL:0) or its LOCAL, whichever is larger
+    spills: int = 0
     error: str = ""            # one line when the compile failed
 
     @property
@@ -267,7 +269,7 @@ def _jsonable(v: Any) -> Any:
 
 
 # -- the child: compile without the interpreter --------------------------------------------------------
-_RES = re.compile(r"REG:(\d+)\s+STACK:\d+\s+SHARED:(\d+)\s+LOCAL:(\d+)")
+_RES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 
 def _resources(cubin: bytes) -> tuple[int, int, int]:
@@ -282,7 +284,7 @@ def _resources(cubin: bytes) -> tuple[int, int, int]:
     m = _RES.search(text)
     if m is None:
         raise RuntimeError(f"no resource line in cuobjdump output: {text[:200]}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return int(m.group(1)), int(m.group(3)), max(int(m.group(2)), int(m.group(4)))
 
 
 def _compile_one(mod: Any, ln: dict) -> KernelFit:
