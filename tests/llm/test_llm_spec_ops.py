@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_spec_ops_are_cached_per_file_content(tmp_path, monkeypatch) -> None:
     from workbench.llm import spec_ops as so
 
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     spec = tmp_path / "spec.py"
     spec.write_text((ROOT / "examples/vector_add/spec.py").read_text())
     calls = []
@@ -23,3 +24,7 @@ def test_spec_ops_are_cached_per_file_content(tmp_path, monkeypatch) -> None:
     assert so.spec_ops(spec) == first and len(calls) == 1
     spec.write_text(spec.read_text().replace("a + b * self.scale", "torch.relu(a) + b * self.scale"))
     assert "aten.relu.default" in so.spec_ops(spec) and len(calls) == 2  # edited: captured again
+    # another process (an empty memory cache) reads the disk cache: no capture
+    monkeypatch.setattr(so, "_cache", {})
+    assert "aten.relu.default" in so.spec_ops(spec) and len(calls) == 2
+    assert len(list((tmp_path / "cache/spec_ops").glob("*.json"))) == 2

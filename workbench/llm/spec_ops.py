@@ -8,14 +8,19 @@ falls back to recording the ops it dispatches while it runs once, on fake tensor
 CPU shape. Glue ops (allocation, views, copies: the harness's `GLUE_OPS`) are left out of the key: two
 specs that both reshape are not the same problem.
 
-Cached per spec file version: the key is the file's content hash and the overrides, so an edited spec
-is captured again and a touched but unchanged one is not.
+Cached per spec file version: the key is the file's content hash and the overrides (plus torch's
+version and the capture's own source), so an edited spec is captured again and a touched but unchanged
+one is not; in memory, and on disk under `$WORKBENCH_CACHE/spec_ops/`, else `<repo>/.wbcache/spec_ops/`
+(git-ignored), because a large model's capture takes a minute (DenseNet201: 72 s on the CPU) and a
+prompt may key the kernels of a dozen earlier specs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -34,12 +39,54 @@ def spec_ops(spec_path: str | Path, overrides: dict[str, Any] | None = None) -> 
     with _lock:
         if key in _cache:
             return _cache[key]
-    ops = _from_export(p, overrides)
+    disk = _disk_path(digest, key[2])
+    ops = _read(disk)
     if ops is None:
-        ops = _from_dispatch(p, overrides)
+        ops = _from_export(p, overrides)
+        if ops is None:
+            ops = _from_dispatch(p, overrides)
+        _write(disk, ops)
     with _lock:
         _cache[key] = ops
     return ops
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("WORKBENCH_CACHE")
+    return (Path(base) if base else Path(__file__).resolve().parents[2] / ".wbcache") / "spec_ops"
+
+
+def _disk_path(digest: str, overrides: str) -> Path:
+    """One file per spec content, overrides, torch version and capture code (a change to any of them
+    may change the op names)."""
+    import torch
+
+    h = hashlib.sha256(f"{digest}\0{overrides}\0{torch.__version__}".encode())
+    here = Path(__file__).resolve().parent.parent / "lowering"
+    for name in ("capture.py", "graph.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            pass
+    h.update(Path(__file__).read_bytes())
+    return cache_dir() / f"{h.hexdigest()[:32]}.json"
+
+
+def _read(path: Path) -> tuple[str, ...] | None:
+    try:
+        return tuple(json.loads(path.read_text(encoding="utf-8"))["ops"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(path: Path, ops: tuple[str, ...]) -> None:
+    try:  # a cache: a read-only checkout just captures again next time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"ops": list(ops)}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("spec ops not cached on disk (%s): %s", path, exc)
 
 
 def compute_ops(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
