@@ -192,3 +192,27 @@ def test_the_best_kernels_profile_has_a_roofline_position(tmp_path):
     prof = profiling.load(hatchet)
     k = prof.kernels
     assert len(k) and k["launches"].sum() >= 10 and (k["gbps"] > 0).any(), k.to_string()
+
+
+@pytest.mark.gpu
+def test_your_kernel_notebook_on_the_gpu():
+    """06_your_kernel's GPU path, which the CPU run skips: published sizes, the fitness curve, the best
+    kernel's Proton profile (KernelView and its static copy) and its roofline point; a budget of 4 nodes."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")   # the notebook's kernel
+    pytest.importorskip("ipywidgets")  # KernelView
+    path = ROOT / "notebooks" / "06_your_kernel.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    params = next(c for c in nb.cells if c.cell_type == "code" and "BUDGET = None" in c.source)
+    params.source = params.source.replace("BUDGET = None", "BUDGET = 4").replace('DEVICE = "auto"', 'DEVICE = "cuda"')
+    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                            store_widget_state=True).execute()
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    errors = [o for o in outs if o.output_type == "error"]
+    assert not errors, [(e.ename, e.evalue) for e in errors]
+    profile_cell = next(c for c in nb.cells if c.cell_type == "code" and "profile_candidate(" in c.source)
+    data = [o.get("data", {}) for o in profile_cell.outputs]
+    assert sum("image/png" in d for d in data) >= 2, data  # KernelView's static copy and the roofline
+    text = "".join(str(o.get("text", "")) for o in outs)
+    assert "times rank nothing here" not in text and "Skipped on the CPU" not in text
