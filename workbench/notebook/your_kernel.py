@@ -130,4 +130,4 @@ def profile_candidate(spec: Path, candidate: Path, out_dir: Path, overrides: dic
                 for _ in range(reps):
                     model(*inputs)
                 torch.cuda.synchronize()
-    return name.with_suffix(".hatchet")
+    return Path(session.path)
