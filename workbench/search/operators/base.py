@@ -3,8 +3,8 @@
 The engine reads a proposal's `signal`, never its text:
 
 - `CANDIDATE`: `source` is new; the engine evaluates it. A copy of a node already in the graph is
-  a `duplicate` rejection when it cost a model call (`costly`), else it is dropped unrecorded; many
-  drops in a row stop the search as exhausted.
+  a `duplicate` rejection when it had a cost (`costly`, the default), else (the offline tuner's) it is
+  dropped unrecorded; many drops in a row stop the search as exhausted.
 - `REJECTED`: turned away before evaluation; `error_class` is the reason (`precheck`,
   `edit_not_applied`, `duplicate`) and `diagnosis` the detail. Recorded as a node, costs no
   evaluation; the search's `max_rejected` bounds them.
@@ -95,7 +95,8 @@ class Proposal:
     # CANDIDATE when there is a source, FAILED when not, unless the operator says otherwise
     signal: Signal | None = None
     fatal: bool = False  # the operator cannot work at all (unreachable endpoint, bad key): stop
-    costly: bool = False  # it cost a model call: recorded even when it turns out to be a duplicate
+    # made at a cost (a model call): a duplicate of it is still recorded; the tuner's are free and dropped
+    costly: bool = True
     provenance: Provenance | None = None
     extra: list["Proposal"] = field(default_factory=list)  # the other, turned-away replies of a best-of-n
 

@@ -83,7 +83,6 @@ def _proposal(r: ReplyOutcome) -> Proposal:
         meta=m,
         signal=_SIGNALS[r.outcome],
         fatal=r.fatal,
-        costly=True,
         provenance=Provenance(
             "llm",
             model=m.get("model"),

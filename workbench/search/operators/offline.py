@@ -142,5 +142,6 @@ class OfflineTuningOperator(Operator):
             source=source,
             diagnosis=f"tuned: {desc}",
             meta={"config": cfg, "changed": changed, "tries": tries},
+            costly=False,  # milliseconds and no tokens: a duplicate is dropped, not recorded
             provenance=Provenance("offline", form="tuned"),
         )
