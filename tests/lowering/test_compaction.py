@@ -22,7 +22,8 @@ CASES = {
                 f"{Z.format('3, 5, 7', '3, 5, 7')}, {Z.format('2100', '2100')}"),
     "masks": ("x, m, s", "torch.masked_select(x, m), torch.masked_select(x[0], m), torch.masked_select(x, m[0, 0]), "
               "torch.masked_scatter(x, m, s), torch.masked_scatter(x.transpose(1, 2), m.t(), s), "
-              "torch.masked_select(x, m & False)",
+              "torch.masked_select(x, m & False), torch.masked_scatter(x[0, 0], m, s), "
+              "torch.nonzero(x[0] * 0, as_tuple=True), torch.nonzero(x[1], as_tuple=True)",
               f"{Z.format('3, 5, 7', '3, 5, 7')}, torch.rand(5, 7) > 0.4, torch.randn(200).to(DT)"),
 }
 

@@ -45,6 +45,16 @@ def test_index_reduce_and_scatter_multiply(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "index_reduce", dt, {**INDEX, **LEGACY})
 
 
+PUTS = {"put": ("x, i, s", "torch.put(x, i, s), torch.put(x, i[:2] - 12, s[:2], accumulate=True), "
+                "torch.put(x.t(), i % 7, s, accumulate=True), torch.put(x, i[:0], s[:0])",
+                f"{V.format('4, 5')}, torch.tensor([3, 19, 0, 7, 3, 12]), {V.format('6')}")}
+
+
+@pytest.mark.parametrize("dt", (*FLOATS, "int64"))
+def test_put(tmp_path: Path, dt: str) -> None:
+    _family(tmp_path, "put", dt, PUTS)
+
+
 def test_nan_propagates_through_amax(tmp_path: Path) -> None:
     _family(tmp_path, "scatter_nan", "float32", {"nan": (
         "x, i, s", "torch.scatter_reduce(x, 0, i, s, 'amax'), torch.index_reduce(x, 0, i, s, 'amin')",

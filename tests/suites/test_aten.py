@@ -62,9 +62,15 @@ def test_two_ops_judged_on_all_their_samples(run):
     assert (run.path / "specs" / "scope.json").is_file()
 
 
-def test_scope_excludes_views_factories_and_random_ops():
+def test_scope_excludes_factories_and_random_ops_and_takes_views_as_copies():
     db = {o.name: o for o in load_op_db() if not o.variant_test_name}
-    assert classify(db["transpose"], "float32")[1].startswith("view")
+    case, why = classify(db["transpose"], "float32")  # a view: in scope, compared as a copy
+    assert why == "" and case.copy and not case.method
+    case, why = classify(db["__radd__"], "float32")  # a dunder: called as the Tensor method
+    assert why == "" and case.method and not case.copy
+    assert classify(db["T"], "float32")[1].startswith("not callable")  # a property
+    assert classify(db["zero_"], "float32")[1].startswith("in-place")
+    assert classify(db["new_zeros"], "float32")[1] == "factory"
     assert classify(db["zeros_like"], "float32")[1] == "factory"
     assert classify(db["bernoulli"], "float32")[0] is None
     case, why = classify(db["mm"], "float32")

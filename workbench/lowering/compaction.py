@@ -10,6 +10,8 @@ Three kernels per op, over the flags (x != 0, or the broadcast mask) in C order:
    element of that rank where the mask is set.
 The host reads the total (one int, `.item()`) to allocate nonzero's and masked_select's output; masked_scatter
 and nonzero_static (a fixed size, rows past the total filled with fill_value on the device) read nothing.
+nonzero's [count, ndim] result is stored column-major (as CUDA's nonzero does): the columns that
+`as_tuple=True` returns are then contiguous, empty ones included.
 """
 from __future__ import annotations
 
@@ -68,9 +70,10 @@ def compaction_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr)
         for d in reversed(range(r)):
             body += [f"c{d} = rem % s{d}", f"rem = rem // s{d}"]
         keep = "f & (pos < limit)" if static else "f"
-        body += [f"tl.store(out_ptr + pos * {r} + {d}, c{d}, mask={keep})" for d in range(r)]
+        body += [f"tl.store(out_ptr + pos + {d} * ocol, c{d}, mask={keep})" for d in range(r)]
         sizes = "".join(f", s{d}" for d in range(r))
-        write = (f"@triton.jit\ndef __KNAME___write(x_ptr, off_ptr, out_ptr, n, limit{sizes}, BLOCK: tl.constexpr):\n"
+        write = (f"@triton.jit\ndef __KNAME___write(x_ptr, off_ptr, out_ptr, n, limit, ocol{sizes}, "
+                 "BLOCK: tl.constexpr):\n"
                  f'    """The coordinates of each nonzero element at its rank."""\n'
                  + "".join(f"    {ln}\n" for ln in body))
         src = count + "\n\n" + _SCAN + "\n\n" + write
@@ -84,17 +87,17 @@ def compaction_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr)
         if static:
             if not isinstance(size, int):
                 raise Unsupported(f"unsupported: {op_name(node)} with a symbolic size")
-            launch += [f"{v} = torch.empty([{size}, {r}], dtype=torch.int64, device=dev)",
+            launch += [f"{v} = torch.empty([{r}, {size}], dtype=torch.int64, device=dev).t()",
                        f"if {size} * {r}: __KNAME___fill[(triton.cdiv({size} * {r}, BLOCK),)]({v}, _off, _nb, "
-                       f"{size} * {r}, {r}, {int(fill)}, BLOCK=BLOCK, num_warps=NUM_WARPS)",
-                       f"if _n: __KNAME___write[(_nb,)](_x, _off, {v}, _n, {size}{shape_args}, BLOCK=BLOCK, "
+                       f"{size} * {r}, {size}, {int(fill)}, BLOCK=BLOCK, num_warps=NUM_WARPS)",
+                       f"if _n: __KNAME___write[(_nb,)](_x, _off, {v}, _n, {size}, {size}{shape_args}, BLOCK=BLOCK, "
                        "num_warps=NUM_WARPS)"]
             src += "\n\n" + FILL
         else:
             launch += ["_total = int(_off[_nb].item()) if _n else 0",  # the one value the host reads
-                       f"{v} = torch.empty([_total, {r}], dtype=torch.int64, device=dev)",
-                       f"if _total: __KNAME___write[(_nb,)](_x, _off, {v}, _n, _total{shape_args}, BLOCK=BLOCK, "
-                       "num_warps=NUM_WARPS)"]
+                       f"{v} = torch.empty([{r}, _total], dtype=torch.int64, device=dev).t()",
+                       f"if _total: __KNAME___write[(_nb,)](_x, _off, {v}, _n, _total, _total{shape_args}, "
+                       "BLOCK=BLOCK, num_warps=NUM_WARPS)"]
         return src, launch, set()
     m = node.args[1]
     if kind == "masked_select":
@@ -120,12 +123,13 @@ def compaction_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr)
     write = ("@triton.jit\ndef __KNAME___write(x_ptr, m_ptr, s_ptr, off_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
              '    """Each element: the source element of its rank where the mask is set, else x."""\n'
              + "".join(f"    {ln}\n" for ln in body))
-    launch += [f"_x = {xv}.contiguous()", f"_m = {names[m]}.expand({xv}.shape).contiguous()",
+    launch += [f"_shape = _bshape({xv}.shape, {names[m]}.shape)",
+               f"_x = {xv}.expand(_shape).contiguous()", f"_m = {names[m]}.expand(_shape).contiguous()",
                f"_s = {names[s]}.reshape(-1).contiguous()",
                "_n = _x.numel()", "_nb = triton.cdiv(_n, BLOCK)",
                "_cnt = torch.empty([max(_nb, 1)], dtype=torch.int32, device=dev)",
                "_off = torch.zeros([_nb + 1], dtype=torch.int64, device=dev)",
-               f"{v} = torch.empty({xv}.shape, dtype={torch_dtype(dtype(node))}, device=dev)",
+               f"{v} = torch.empty(_shape, dtype={torch_dtype(dtype(node))}, device=dev)",
                "if _n: __KNAME___count[(_nb,)](_m, _cnt, _n, BLOCK=BLOCK, num_warps=NUM_WARPS)",
                "if _n: __KNAME___scan[(1,)](_cnt, _off, _nb, SCAN_CHUNK=SCAN_CHUNK)",
                f"if _n: __KNAME___write[(_nb,)](_x, _m, _s, _off, {v}, _n, BLOCK=BLOCK, num_warps=NUM_WARPS)"]
@@ -133,11 +137,11 @@ def compaction_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr)
 
 
 FILL = '''@triton.jit
-def __KNAME___fill(out_ptr, off_ptr, nb, n, r, fill, BLOCK: tl.constexpr):
-    """nonzero_static's rows past the count: fill_value (the total read on the device)."""
+def __KNAME___fill(out_ptr, off_ptr, nb, n, rows, fill, BLOCK: tl.constexpr):
+    """nonzero_static's rows past the count: fill_value (the total read on the device; column-major out)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     total = tl.load(off_ptr + nb)
-    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.int64) + fill, mask=(offs < n) & (offs // tl.maximum(r, 1) >= total))
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.int64) + fill, mask=(offs < n) & (offs % rows >= total))
 '''
 
 for _op in ("nonzero", "nonzero_static", "masked_select", "masked_scatter"):

@@ -18,7 +18,8 @@ from typing import Any, Callable
 # every module that registers primitives, tunables, helpers or fusion families (families.py); `load()`
 # imports them all, so the tables are complete after it
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
-           "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies")
+           "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies",
+           "logcumsumexp", "distances")
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,43 @@ def pull_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
 
 register("scatter_reduce", Primitive("scatter_reduce", TUNABLES, pull_kernel))
 register("index_reduce", Primitive("scatter_reduce", TUNABLES, pull_kernel))
+
+
+def put_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    """put(self, index, source, accumulate): self's flat (C-order) element e takes the source values whose index
+    (negative ones wrapped) is e: the last one (PyTorch's CPU loop order), or their sum after self's value with
+    accumulate. Pulled like scatter_reduce: a lane per element walks the K indices."""
+    x, index, source = node.args[:3]
+    accumulate = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
+    out_dt = dtype(node)
+    if accumulate and out_dt == torch.bool:
+        raise Unsupported(f"unsupported: {op_name(node)} accumulating {out_dt}")
+    acc_t = "tl.float32" if out_dt.is_floating_point else "tl.int64"
+    L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+         "old = tl.load(x_ptr + offs, mask=mask, other=0)",
+         f"acc = old.to({acc_t})" if accumulate else "acc = old", "hit_any = offs < 0",
+         "for k in range(0, K):",
+         "    j = tl.load(idx_ptr + k + offs * 0).to(tl.int64)", "    j = tl.where(j < 0, j + n, j)",
+         "    hit = mask & (j == offs)",
+         "    v = tl.load(src_ptr + k + offs * 0, mask=hit, other=0)"]
+    L += [f"    acc = tl.where(hit, acc + v.to({acc_t}), acc)"] if accumulate else ["    acc = tl.where(hit, v, acc)"]
+    L += ["    hit_any = hit_any | hit"]
+    used: set[str] = set()
+    if accumulate and out_dt == torch.bfloat16:
+        res = pw.narrow("acc", out_dt, used)
+    else:
+        res = f"acc.to({pw.TL_DTYPE[out_dt]})"
+    L.append(f"tl.store(out_ptr + offs, tl.where(hit_any, {res}, old), mask=mask)")
+    src = "\n".join([f"@triton.jit\ndef {name}(out_ptr, x_ptr, idx_ptr, src_ptr, n, K, BLOCK: tl.constexpr):",
+                     f'    """put (accumulate={accumulate}): each flat element pulls the sources indexed to it."""']
+                    + ["    " + ln for ln in L]) + "\n"
+    xv, v = names[x], names[node]
+    launch = [f"_x = {xv}.contiguous()", f"_i = {names[index]}.reshape(-1).contiguous()",
+              f"_s = {names[source]}.reshape(-1).contiguous()",
+              f"{v} = torch.empty({xv}.shape, dtype={torch_dtype(out_dt)}, device=dev)",
+              f"if _x.numel(): {name}[(triton.cdiv(_x.numel(), BLOCK),)]({v}, _x, _i, _s, _x.numel(), _i.numel(), "
+              "BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+    return src, launch, used
+
+
+register("put", Primitive("scatter_reduce", TUNABLES, put_kernel))

@@ -6,13 +6,18 @@ outputs, so a candidate passes only when every sample passes. The samples are sa
 indices), so they are not redrawn. Tolerances are the harness's per-dtype ones
 (`workbench/tolerances.py`); integer and bool outputs are compared exactly.
 
-In scope (declared here and in docs/suites.md): ops that compute a result from tensor inputs.
-Out of scope, each with its reason in `classify`:
+In scope (declared here and in docs/suites.md): ops that compute a result from tensor inputs, called as
+`torch.<name>`, or as the Tensor method `<name>` when OpInfo's method variant is exactly `Tensor.<name>`
+(dunder operators `__radd__`..., the casts `float()`, `half()`..., `view`, `expand`...). Views (an output
+sharing an input's storage: transpose, view, expand, select, split...) are in scope *as copies*: their spec
+returns a contiguous copy of each output (`COPY = True`), so the candidate must write the view's elements
+with a kernel, as the `*_copy` ops do. Out of scope, each with its reason in `classify`:
 - factories: `is_factory_function`, or no sample with a tensor input;
-- pure views: an output that shares storage with an input (transpose, view, expand, select...);
 - random or nondeterministic ops: `has_nondeterministic_output`, or two calls under different seeds
   that disagree (dropout, bernoulli, rand_like, multinomial...);
-- ops not callable as `torch.<name>` (dunder operators, properties, lambdas wrapping an op);
+- ops callable neither as `torch.<name>` nor as `Tensor.<name>` (properties such as `T`, lambdas wrapping an
+  op such as polygamma's `n` variants), and in-place methods (`zero_`, `resize_`: they mutate the input);
+- complex or sparse outputs, sparse inputs;
 - ops whose samples raise, return no tensor, or hold arguments a spec file cannot spell.
 """
 from __future__ import annotations
@@ -44,6 +49,8 @@ class OpCase:
     calls: list[tuple[Any, Any]] = field(default_factory=list)   # (args, kwargs), tensors as {"__t__": i}
     tensors: list[Any] = field(default_factory=list)
     dropped: int = 0             # samples whose arguments cannot be spelled in a spec
+    method: bool = False         # called as the Tensor method `name` on the first argument, not torch.<name>
+    copy: bool = False           # a view op: the spec returns a contiguous copy of each output
 
 
 def load_op_db() -> list[Any]:
@@ -126,22 +133,27 @@ def classify(op: Any, dtype_name: str, max_samples: int | None = None) -> tuple[
     import torch
 
     dtype = getattr(torch, dtype_name)
-    if getattr(op, "is_factory_function", False) or op.name.endswith("_like"):
-        return None, "factory"  # zeros_like, full_like...: a tensor argument, but only for its shape
+    if getattr(op, "is_factory_function", False) or op.name.endswith("_like") or op.name.startswith("new_"):
+        return None, "factory"  # zeros_like, new_full...: a tensor argument, but only for its shape or dtype
     if getattr(op, "has_nondeterministic_output", False):
         return None, "nondeterministic"
     if not op.supports_dtype(dtype, "cpu"):
         return None, f"no {dtype_name}"
     fn = resolve(op.name)
+    method = False
     if fn is None or fn is not op.op:
-        return None, "not callable as torch.<name>"
+        if op.name.endswith("_") and not op.name.endswith("__"):
+            return None, "in-place method (mutates its input)"
+        fn, method = _method_of(op), True
+        if fn is None:
+            return None, "not callable as torch.<name> or Tensor.<name>"
     try:
         samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     except Exception as exc:
         return None, f"sample generation raised {type(exc).__name__}"
     if max_samples:
         samples = samples[:max_samples]
-    case = OpCase(label=label_of(op), name=op.name, dtype=dtype_name)
+    case = OpCase(label=label_of(op), name=op.name, dtype=dtype_name, method=method)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecation notices of the ops themselves, once per sample
         for sample in samples:
@@ -151,6 +163,15 @@ def classify(op: Any, dtype_name: str, max_samples: int | None = None) -> tuple[
     if not case.calls:
         return None, "factory (no sample with a tensor input)" if not case.dropped else "samples not spellable"
     return case, ""
+
+
+def _method_of(op: Any) -> Any:
+    """`Tensor.<name>` when it is OpInfo's method variant of `op` (so a spec can call it by name), else None."""
+    import torch
+
+    mv = getattr(op, "method_variant", None)
+    attr = getattr(torch.Tensor, op.name, None) if op.name.isidentifier() else None
+    return mv if mv is not None and mv is attr and callable(mv) else None
 
 
 def _check_sample(case: OpCase, fn: Any, sample: Any) -> str:
@@ -177,7 +198,7 @@ def _check_sample(case: OpCase, fn: Any, sample: Any) -> str:
     if any(t.is_complex() for t in outs):
         return "complex output"
     if _storages(out) & _storages((call, sample.kwargs)):
-        return "view (output shares an input's storage)"
+        case.copy = True  # a view: compared as a contiguous copy (every sample of the op, for one rule)
     if not _same(out, again):
         return "random (two seeds disagree)"
     tensors: list[Any] = []
@@ -206,7 +227,7 @@ def _shift(obj: Any, base: int) -> Any:
 SPEC_TEMPLATE = '''"""ATen suite spec (generated by workbench.suites.aten): OpInfo `{label}`, {dtype},
 {n} samples{dropped}.
 
-The forward calls torch.{name} on every sample and returns every output: all of them must match.
+The forward calls {call} on every sample and returns every output{copied}: all of them must match.
 The samples are OpInfo's own, loaded unchanged from the .pt file beside this one.
 """
 from pathlib import Path
@@ -215,6 +236,8 @@ import torch
 import torch.nn as nn
 
 OP = {name!r}
+METHOD = {method!r}  # True: OP is the Tensor method called on the first argument
+COPY = {copy!r}  # True: OP returns views; each output is compared as a contiguous copy
 CALLS = {calls!r}
 _DATA = Path(__file__).with_suffix(".pt")
 
@@ -244,15 +267,25 @@ def _build(obj, tensors):
     return obj
 
 
+def _copies(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.clone(memory_format=torch.contiguous_format)
+    if isinstance(obj, (list, tuple)):
+        items = [_copies(o) for o in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
 
     def forward(self, *tensors):
-        fn = _op()
         outs = []
         for args, kwargs in CALLS:
-            outs.append(fn(*_build(args, tensors), **_build(kwargs, tensors)))
+            a, k = _build(args, tensors), _build(kwargs, tensors)
+            out = getattr(a[0], OP)(*a[1:], **k) if METHOD else _op()(*a, **k)
+            outs.append(_copies(out) if COPY else out)
         return tuple(outs)
 
 
@@ -275,8 +308,11 @@ def write_spec(case: OpCase, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec_stem(case.label, case.dtype)}.py"
     torch.save(list(case.tensors), path.with_suffix(".pt"))
+    call = f"Tensor.{case.name} (a method of the first argument)" if case.method else f"torch.{case.name}"
     path.write_text(SPEC_TEMPLATE.format(label=case.label, dtype=case.dtype, n=len(case.calls), name=case.name,
-                                         calls=case.calls,
+                                         calls=case.calls, method=case.method, copy=case.copy, call=call,
+                                         copied=" (a contiguous copy of each: the op returns views)" if case.copy
+                                         else "",
                                          dropped=f" ({case.dropped} dropped: arguments a file cannot spell)"
                                          if case.dropped else ""), encoding="utf-8")
     return path
@@ -320,6 +356,9 @@ def write_specs(folder: Path, ops: list[str] | None, dtypes: list[str],
     (folder / "scope.json").write_text(json.dumps({"in_scope": [f"{c.label}/{c.dtype}" for c in cases],
                                                    "dropped_samples": {f"{c.label}/{c.dtype}": c.dropped
                                                                        for c in cases if c.dropped},
+                                                   "as_methods": [f"{c.label}/{c.dtype}" for c in cases if c.method],
+                                                   "views_as_copies": [f"{c.label}/{c.dtype}" for c in cases
+                                                                       if c.copy],
                                                    "excluded": excluded}, indent=1), encoding="utf-8")
     if not cases:
         raise SuiteError(f"no in-scope ATen op for {ops or 'op_db'} in {dtypes}: "
