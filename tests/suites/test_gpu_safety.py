@@ -136,3 +136,35 @@ def test_stop_after_leaves_the_rest_pending_and_a_resume_runs_them(tmp_path):
     assert not run.report["complete"] and run.report["counts"] == {"pending": 2}
     again = run_kernelbench(resume=str(run.path), stop_after_s=600, progress=False)
     assert again.report["complete"] and again.report["levels"]["1"]["correct"] == 2
+
+
+def test_a_clocked_evaluation_holds_the_device_clock(tmp_path, monkeypatch):
+    """The suite's evaluator on a GPU holds the device clock for each evaluation: a compile baseline's timing
+    (another process) waits for it."""
+    from concurrent.futures import Future
+
+    from platforms.clock import lock_path
+    from workbench.suites.runner import ClockedEvaluator
+
+    monkeypatch.setenv("WB_CLOCK_DIR", str(tmp_path))
+    seen = {}
+
+    class Inner:
+        capacity = 1
+
+        def submit(self, job):
+            probe = subprocess.run([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR);"
+                                    " sys.exit(0 if fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB) is None else 1)",
+                                    str(lock_path("cuda"))], capture_output=True, text=True)
+            seen["held"] = probe.returncode != 0 and "BlockingIOError" in probe.stderr
+            f = Future()
+            f.set_result(job * 2)
+            return f
+
+        def close(self):
+            seen["closed"] = True
+
+    ev = ClockedEvaluator(Inner(), "cuda")
+    assert ev.submit(21).result(timeout=30) == 42 and seen["held"]
+    ev.close()
+    assert seen["closed"]
