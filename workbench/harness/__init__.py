@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.env import cuda_visible
+from workbench.env import cuda_visible, stripped_environ
 from workbench.harness import policy
-from workbench.harness.environ import server_environ
 from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 from workbench.worker import WarmWorker, WorkerLost
@@ -39,7 +38,7 @@ class Harness:
 
     def __init__(self, device: str = "auto", startup_timeout_s: float = 180.0) -> None:
         self.device = resolve_device(device)
-        env = server_environ()  # an allow-list: nothing else reaches the server, hence never a candidate
+        env = stripped_environ()  # secrets never reach the server, hence never a candidate
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
