@@ -10,7 +10,6 @@ condition). Nothing here runs without CUDA.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import importlib.util
 import logging
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import common
 from workbench.lowering import lower_spec
 from workbench.lowering.roofline import achieved_share, estimate_work
 from workbench.tolerances import tolerance_for
@@ -106,9 +106,8 @@ def run(spec_path: Path, out_dir: Path, compile_too: bool) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__, out_default="runs/conv_forms")
     ap.add_argument("specs", nargs="+")
-    ap.add_argument("--out", default="conv_forms_out")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
