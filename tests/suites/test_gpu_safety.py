@@ -138,6 +138,25 @@ def test_stop_after_leaves_the_rest_pending_and_a_resume_runs_them(tmp_path):
     assert again.report["complete"] and again.report["levels"]["1"]["correct"] == 2
 
 
+def test_a_named_run_resumes_by_its_name_and_a_taken_name_is_refused(tmp_path):
+    """`--run-id NAME` (how benchmarks/suite_gpu.sh carries one run across device calls)."""
+    from tests.suites.kb_folder import write_candidates
+    from workbench.suites import SuiteError, run_kernelbench
+
+    root = write_problems(tmp_path / "kb", ["1_Add", "2_ReLU"])
+    seeds = write_candidates(tmp_path / "seeds", ["1_Add", "2_ReLU"])
+    common = dict(levels="1", draft="none", seed_dir=seeds, device="cpu", trials=1, progress=False)
+    run = run_kernelbench(root, run_dir=tmp_path / "runs", run_id="kb_named", stop_after_s=1e-6, **common)
+    assert run.run_id == "kb_named" and run.path == tmp_path / "runs" / "kb_named"
+    with pytest.raises(SuiteError, match="--resume kb_named"):
+        run_kernelbench(root, run_dir=tmp_path / "runs", run_id="kb_named", **common)
+    with pytest.raises(SuiteError, match="plain directory name"):
+        run_kernelbench(root, run_dir=tmp_path / "runs", run_id="../elsewhere", **common)
+    # the same flags again are no change (the suite's budget, not the search's stored one, is compared)
+    again = run_kernelbench(resume="kb_named", run_dir=tmp_path / "runs", stop_after_s=600, budget=0, progress=False)
+    assert again.report["complete"] and again.report["levels"]["1"]["correct"] == 2
+
+
 def test_a_clocked_evaluation_holds_the_device_clock(tmp_path, monkeypatch):
     """The suite's evaluator on a GPU holds the device clock for each evaluation: a compile baseline's timing
     (another process) waits for it."""

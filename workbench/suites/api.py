@@ -64,9 +64,20 @@ def _configure(suite: str, config: SuiteConfig | None, options: dict[str, Any]) 
     return cfg
 
 
+def _fresh(run_dir: str | Path, run_id: str | None) -> str | None:
+    """A run id the user chose (`--run-id`): a plain name, not one already taken (that is `--resume`)."""
+    if run_id is None:
+        return None
+    if not run_id or run_id != Path(run_id).name or run_id.startswith("."):
+        raise SuiteError(f"run id {run_id!r}: a plain directory name, no path")
+    if (Path(run_dir) / run_id).exists():
+        raise SuiteError(f"run {run_id!r} exists under {run_dir}: continue it with --resume {run_id}")
+    return run_id
+
+
 def run_kernelbench(root: str | Path | None = None, config: SuiteConfig | None = None, *,
                     resume: str | None = None, run_dir: str | Path = "runs/suites", progress: bool = True,
-                    retry_failed: bool = False, **options: Any) -> SuiteRun:
+                    retry_failed: bool = False, run_id: str | None = None, **options: Any) -> SuiteRun:
     """Run (or `resume`) KernelBench problems from `root` (`<root>/level<L>/<N>_<Name>.py`).
 
     On the CPU the problems are auto-sized to `max_elems` (default 64 Ki elements per tensor); on a GPU
@@ -81,11 +92,12 @@ def run_kernelbench(root: str | Path | None = None, config: SuiteConfig | None =
     if cfg.root is None:
         raise SuiteError("give the KernelBench folder (--root DIR)")
     found = kernelbench_problems(cfg.root, cfg.levels, cfg.problems)
-    return run_suite(cfg, found, run_dir=run_dir, progress=progress)
+    return run_suite(cfg, found, run_dir=run_dir, progress=progress, run_id=_fresh(run_dir, run_id))
 
 
 def run_aten(config: SuiteConfig | None = None, *, resume: str | None = None, run_dir: str | Path = "runs/suites",
-             progress: bool = True, retry_failed: bool = False, **options: Any) -> SuiteRun:
+             progress: bool = True, retry_failed: bool = False, run_id: str | None = None,
+             **options: Any) -> SuiteRun:
     """Run (or `resume`) the OpInfo ATen suite: one generated spec per (op, dtype), every sample must pass.
 
     `ops` None means the whole declared in-scope set (`workbench.suites.aten.in_scope_ops`).
@@ -96,6 +108,6 @@ def run_aten(config: SuiteConfig | None = None, *, resume: str | None = None, ru
         return run_suite(None, run_dir=run_dir, resume=resume, progress=progress, retry_failed=retry_failed,
                          changes=_flat(options))
     cfg = _configure("aten", config, options)
-    run_id = new_run_id("aten")
+    run_id = _fresh(run_dir, run_id) or new_run_id("aten")
     found = write_specs(Path(run_dir) / run_id / "specs", cfg.ops, cfg.dtypes, max_samples=cfg.max_samples)
     return run_suite(cfg, found, run_dir=run_dir, progress=progress, run_id=run_id)

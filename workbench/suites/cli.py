@@ -25,6 +25,8 @@ def _common(p: argparse.ArgumentParser, own: tuple[str, ...]) -> None:
     p.add_argument("--run-dir", default="runs/suites", help="where suite runs live (default runs/suites)")
     p.add_argument("--resume", default=None, metavar="RUN",
                    help="continue a stopped run (id or directory); the flags given replace those fields")
+    p.add_argument("--run-id", default=None, metavar="NAME",
+                   help="name the new run (default: suite and time); --resume NAME continues it")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed problems again")
     p.add_argument("--json", action="store_true", help="print the run's report.json on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -96,7 +98,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         options = _options(args)
         common = dict(run_dir=args.run_dir, resume=args.resume, progress=not args.no_progress,
-                      retry_failed=args.retry_failed)
+                      retry_failed=args.retry_failed, run_id=args.run_id)
         if args.suite == "kernelbench":
             run = run_kernelbench(**common, **options)
         else:

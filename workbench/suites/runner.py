@@ -396,7 +396,8 @@ def run_suite(cfg: SuiteConfig | None, problems: list[Problem] | None = None, *,
         store = SuiteStore(path / STORE_NAME)
         stored = SuiteConfig.from_dict(store.meta("config") or {})
         changes = dict(changes or {})
-        current = {**stored.to_dict(), **stored.search.to_dict()}
+        # the suite's own fields win: its `budget` is per problem, the search's stored one is unused
+        current = {**stored.search.to_dict(), **stored.to_dict()}
         fixed = sorted(k for k, v in changes.items() if k not in RESUMABLE and current.get(k) != v)
         if fixed:
             raise SuiteError(f"{', '.join(fixed)} cannot change on resume (only {', '.join(RESUMABLE)})")
