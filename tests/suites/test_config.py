@@ -18,7 +18,7 @@ from workbench.suites.config import ATEN_FIELDS, COMMON_FIELDS, KERNELBENCH_FIEL
 from workbench.suites.runner import STORE_NAME, run_suite
 from workbench.suites.store import ProblemRow, SuiteStore
 
-NOT_CONFIG = {"help", "run_dir", "resume", "retry_failed", "json", "no_progress", "deprecated_seed"}
+NOT_CONFIG = {"help", "run_dir", "resume", "retry_failed", "run_id", "json", "no_progress", "deprecated_seed"}
 
 
 def _parser() -> argparse.ArgumentParser:
