@@ -5,6 +5,9 @@ CONV_NUM_WARPS) below is set on the candidate module (its forward reads them at 
 against eager and timed with CUDA events, beside eager. Run from the repository root on the GPU machine:
 
     PYTHONPATH=. python experiments/depthwise_tiles/probe.py --dir .cache/lowering_gpu7 --out OUT/dw.json
+
+It ran against `benchmarks/lowering_gpu_worker.py`, removed since (drafts are timed by the harness only,
+through `workbench suite`); `git show ea78175:benchmarks/lowering_gpu_worker.py` brings it back to rerun this.
 """
 from __future__ import annotations
 

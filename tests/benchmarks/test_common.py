@@ -16,7 +16,6 @@ from benchmarks import common
 NOT_ON_COMMON = {
     "slim_ray_wheel.py": "a packaging tool (two positional paths), it measures nothing and records nothing",
     "readme_tables.py": "regenerates README blocks from recorded CSVs in place: no options, no new numbers",
-    "lowering_gpu.py": "two subcommands run on two machines (stage: lowering here; run: timing on the GPU)",
 }
 
 

@@ -1,8 +1,7 @@
-"""The GPU config space of a lowered draft (workbench/lowering/tune.py), its sm_90 fit filter, and the CPU
-dry run of `benchmarks/lowering_gpu.py run --tune` on a tiny staged problem."""
+"""The GPU config space of a lowered draft (workbench/lowering/tune.py) and its sm_90 fit filter; the offline
+operator proposes these points first (tests/search/test_offline_operator.py)."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -48,23 +47,3 @@ def test_fit_filter_drops_what_an_h200_block_cannot_hold(tmp_path: Path) -> None
     good = tune.configs(src, 1)
     bad = {"MM_BLOCK_M": 128, "MM_BLOCK_N": 128, "MM_BLOCK_K": 64, "MM_NUM_STAGES": 5, "MM_NUM_WARPS": 8}
     assert tune.fitting(src, launches, good + [bad]) == good
-
-
-def test_cpu_dry_run_fills_tuned_columns(tmp_path: Path) -> None:
-    from benchmarks import lowering_gpu as lg
-
-    # a KernelBench-format folder of its own: CI's clone has no ../shared/kernelbench beside it
-    root = tmp_path / "kb"
-    (root / "level1").mkdir(parents=True)
-    (root / "level1" / "1_Linear_ReLU.py").write_text((SPECS / "kb_linear_relu.py").read_text())
-    d = tmp_path / "stage"
-    assert lg.main(["stage", "--root", str(root), "--picks", "1:0:1", "--dir", str(d), "--max-elems", "4096",
-                    "--prepare-timeout", "120"]) == 0
-    out = tmp_path / "out"
-    assert lg.main(["run", "--dir", str(d), "--out", str(out), "--device", "cpu", "--workers", "1", "--tune", "2",
-                    "--cap-s", "120", "--budget-s", "300", "--warm-share", "0.5", "--compile-budget-s", "0"]) == 0
-    (row,) = list(csv.DictReader((out / "lowering_gpu.csv").open()))
-    assert row["correct"] == "True" and row["tune_tried"] == "2" and float(row["tuned_draft_us"]) > 0
-    assert float(row["tuned_draft_us"]) <= float(row["draft_us"])
-    s = json.loads((out / "summary.json").read_text())["1"]
-    assert s["tuned_rows"] == 1 and s["geomean_vs_eager_tuned"] is not None

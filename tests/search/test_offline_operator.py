@@ -106,3 +106,26 @@ def test_predicate_needing_more_than_literals_is_ignored_with_a_reason() -> None
         'TUNABLES = {"A": [1, 2]}\nA = 1\ndef tunables_valid(cfg):\n    return cfg["B"]\n'
     )
     assert not strict.valid({"A": 2})  # any other exception rejects the configuration
+
+
+def test_a_lowered_draft_gets_its_families_points_first_in_order_then_random_moves() -> None:
+    """The H200 points each kernel family registers beside its template (`lowering.tune.configs`, best guess
+    first) are the first proposals for a lowered draft, each once; random moves follow."""
+    from workbench.lowering import lower_spec
+    from workbench.lowering.tune import configs
+
+    draft = lower_spec(Path(__file__).parents[1] / "lowering" / "specs" / "kb_linear_relu.py").source
+    assert draft is not None
+    space = parse_tunables(draft)
+    points = [{**space.current, **p} for p in configs(draft, 8)]
+    assert len(points) >= 2
+    op, seen = OfflineTuningOperator(), {content_hash(draft)}
+    for want in points:
+        prop = op.propose(_ctx(draft, seen=seen, seed=len(seen)))
+        assert prop.meta["family_point"] and parse_tunables(prop.source).current == want, prop.diagnosis
+        seen.add(content_hash(prop.source))
+    after = op.propose(_ctx(draft, seen=seen, seed=99))
+    assert after.source is not None and not after.meta["family_point"]
+    assert parse_tunables(after.source).current not in points
+    # a kernel the lowering did not write has no family points: random moves from the first proposal
+    assert not op.propose(_ctx(SRC, seen={content_hash(SRC)})).meta["family_point"]

@@ -14,6 +14,7 @@ from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
 from workbench.lowering.lifted import with_lifted_constants
+from workbench.lowering.roofline import Work, graph_work
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ class LoweringResult:
     source: str | None
     diagnosis: str = ""
     ops: list[str] = field(default_factory=list)
+    work: Work | None = None  # what the forward must do at these sizes (the roofline's bytes and flops)
 
     @property
     def ok(self) -> bool:
@@ -50,25 +52,30 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         cap = capture(module)
     except CaptureError as exc:
         return LoweringResult(None, str(exc))
+    try:  # before any rewrite: the graph as captured is what the forward must do
+        work = graph_work(cap.graph)
+    except Exception:  # noqa: BLE001 - information for reports; a lowering never fails on it
+        log.debug("no work estimate for %s", spec_path, exc_info=True)
+        work = None
     rewrite_addmm(cap.graph)
     precision = "tf32" if getattr(module, "ALLOW_TF32", False) else "ieee"
     em = Emitter(cap.graph, cap.inputs, cap.forward_args, precision)
     try:
         em.run()
     except Unsupported as exc:
-        return LoweringResult(None, str(exc).splitlines()[0], em.ops)
+        return LoweringResult(None, str(exc).splitlines()[0], em.ops, work)
     try:
         init = build_init(source_text)
         init.methods = with_lifted_constants(cap.inputs, cap.constants, init.methods,
                                              cap.state_attrs)
     except (InitError, SyntaxError, Unsupported) as exc:
-        return LoweringResult(None, str(exc).splitlines()[0], em.ops)
+        return LoweringResult(None, str(exc).splitlines()[0], em.ops, work)
     src = assemble(em, init, cap, Path(spec_path).name, _forward_signature(module, cap.forward_args))
     try:
         compile(src, "candidate.py", "exec")
     except SyntaxError as exc:  # a codegen bug: say so in one line rather than hand out broken code
-        return LoweringResult(None, f"codegen error: line {exc.lineno}: {exc.msg}", em.ops)
-    return LoweringResult(src, "", em.ops)
+        return LoweringResult(None, f"codegen error: line {exc.lineno}: {exc.msg}", em.ops, work)
+    return LoweringResult(src, "", em.ops, work)
 
 
 def _forward_signature(module: object, args: list[str]) -> str:

@@ -9,9 +9,9 @@ whose values the draft's TUNABLES do not allow and the draft's current values. `
 configs)` drops the configs that cannot run on an H200 (`sm90_check.check_config`: shared memory,
 registers), from launches recorded on the CPU.
 
-`benchmarks/lowering_gpu.py run --tune N` times up to N configs of each correct draft on the GPU, keeps
-only configs whose outputs still match eager (so "tf32x3" stays only where the tolerance holds) and
-records the fastest as tuned_draft_us.
+The search's offline operator proposes these configs first, in order (`workbench suite --budget N`,
+`workbench optimize`): the harness times each and keeps only configs whose outputs still match eager (so
+"tf32x3" stays only where the tolerance holds).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Readers of the recorded GPU reports for the notebooks: the lowered drafts' runs
-(`results/lowering/gpu/[runN/]`, written by `benchmarks/lowering_gpu.py`) and the suites' runs
+(`results/lowering/gpu/[runN/]`, written by a side script removed since, kept as the lab book's history)
+and the suites' runs
 (`results/suites/<run>/report.json`, written by `workbench suite`). They only read: the writers own the
 formats. Each returns one tidy frame per run, with the same speedup columns the charts take
 (`workbench.notebook.result_charts`), and provenance as one readable line.
@@ -58,7 +59,7 @@ def merged_provenance_line(prov: Mapping[str, Any] | None) -> str:
 
 @dataclass
 class LoweringRun:
-    """One folder of `benchmarks/lowering_gpu.py` results."""
+    """One folder of the (removed) lowering side script's results."""
 
     name: str
     path: Path

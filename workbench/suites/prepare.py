@@ -5,6 +5,7 @@ Runs in a child of the suite's fork server (`forkserver.py`): a problem that fai
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -51,4 +52,6 @@ def prepare_problem(spec_path: str, max_elems: int | None, draft: str, name: str
             out["seed_diagnosis"] = f"lowering raised {type(exc).__name__}: {exc}".splitlines()[0][:300]
             return out
         out["seed_source"], out["seed_diagnosis"], out["seed_ops"] = res.source, res.diagnosis, list(res.ops)
+        # the forward's compulsory bytes and useful flops at these sizes: the report's ceiling share
+        out["work"] = dataclasses.asdict(res.work) if res.work is not None else None
     return out

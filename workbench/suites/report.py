@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.suites.evidence import annotate, as_good_as_eager, level_evidence
 from workbench.suites.scoring import EXCESSIVE_SPEEDUP, P_VALUES, by_level
 from workbench.suites.store import SuiteStore
 
@@ -15,7 +16,8 @@ log = logging.getLogger(__name__)
 SCHEMA = "workbench.suites.report/1"
 CSV_COLUMNS = ("problem_id", "level", "name", "status", "verdict", "correct", "fitness", "speedup",
                "runtime_us", "baseline_us", "compile_baseline_us", "speedup_vs_compile", "best_kernel",
-               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "diagnosis")
+               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "ceiling_share", "bound",
+               "eager_fp64_err", "candidate_fp64_err", "matches_fp64_as_eager", "diagnosis")
 
 
 def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
@@ -38,6 +40,12 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         records.append(rec)
     counts = store.counts()
     config = store.meta("config") or {}
+    prov = store.meta("provenance") or {}
+    device = (config.get("search") or {}).get("device") or config.get("device")
+    annotate(records, prov.get("sm") if device == "cuda" else None)  # a CPU run's times meet no GPU ceiling
+    levels = by_level(records)
+    for lvl, summary in levels.items():
+        summary.update(level_evidence([r for r in records if lvl == "all" or str(r.get("level")) == lvl]))
     return {
         "schema": SCHEMA,
         "run_id": path.name,
@@ -50,7 +58,7 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         "counts": counts,
         "p_values": list(P_VALUES),
         "excessive_speedup_threshold": EXCESSIVE_SPEEDUP,
-        "levels": by_level(records),
+        "levels": levels,
         "throughput": throughput(records, store.meta("wall_s") or span),
         "precision": precision(config),
         "ran": sum(1 for r in records if int(r.get("evaluations") or 0) > 0),
@@ -76,7 +84,9 @@ def headline(records: list[dict[str, Any]]) -> str:
         why, k = max(reasons.items(), key=lambda kv: kv[1])
         return f"NOTHING RAN: none of the {n} problems reached the harness; most common reason ({k} of {n}): {why}"
     correct = sum(1 for r in records if r.get("correct"))
-    return f"{len(reached)} of {n} problems reached the harness, {correct} correct"
+    close = sum(1 for r in records if as_good_as_eager(r))
+    more = f" ({close} more match fp64 as well as eager does)" if close else ""
+    return f"{len(reached)} of {n} problems reached the harness, {correct} correct{more}"
 
 
 def precision(config: dict[str, Any]) -> str:
@@ -115,7 +125,12 @@ def _csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for r in report["problems"]:
         sizes = r.get("sizes") or {}
+        ceiling, referee = r.get("ceiling") or {}, r.get("referee") or {}
         rows.append({**{k: r.get(k) for k in CSV_COLUMNS},
+                     "ceiling_share": ceiling.get("share"), "bound": ceiling.get("bound"),
+                     "eager_fp64_err": referee.get("eager_fp64_err"),
+                     "candidate_fp64_err": referee.get("candidate_fp64_err"),
+                     "matches_fp64_as_eager": as_good_as_eager(r) if referee else None,
                      "sizes_overrides": json.dumps(sizes.get("overrides", {}), sort_keys=True),
                      "input_shapes": json.dumps(sizes.get("input_shapes")),
                      "seed_mode": (r.get("seed") or {}).get("mode")})
@@ -181,16 +196,39 @@ def markdown(report: dict[str, Any]) -> str:
     if reasons:
         lines += ["Not correct, by first word of the reason: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])), ""]
+    lines += _evidence_lines(report)
     lines += ["![fast_p over p](fast_p.png)", "", "![speedups per level](speedups.png)", "",
-              "| problem | status | verdict | speedup | runtime us | eager us | sizes | diagnosis |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| problem | status | verdict | speedup | vs compile | runtime us | eager us | of ceiling | "
+              "fp64 err: eager / candidate | sizes | diagnosis |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["problems"]:
         sizes = (r.get("sizes") or {}).get("overrides") or {}
         diag = (r.get("diagnosis") or "").replace("|", "/").replace("\n", " ")[:120]
+        ceiling, referee = r.get("ceiling") or {}, r.get("referee") or {}
+        share = f"{ceiling['share']:.0%} {ceiling['bound']}" if ceiling.get("share") is not None else "-"
+        fp64 = (f"{_fmt(referee.get('eager_fp64_err'))} / {_fmt(referee.get('candidate_fp64_err'))}"
+                if "eager_fp64_err" in referee else "-")
         lines.append(f"| {r['problem_id']} | {r['status']} | {r.get('verdict')} | {_fmt(r.get('speedup'))} | "
-                     f"{_fmt(r.get('runtime_us'), '.1f')} | {_fmt(r.get('baseline_us'), '.1f')} | "
+                     f"{_fmt(r.get('speedup_vs_compile'))} | "
+                     f"{_fmt(r.get('runtime_us'), '.1f')} | {_fmt(r.get('baseline_us'), '.1f')} | {share} | {fp64} | "
                      f"{' '.join(f'{k}={v}' for k, v in sizes.items()) or '-'} | {diag} |")
     return "\n".join(lines) + "\n"
+
+
+def _evidence_lines(report: dict[str, Any]) -> list[str]:
+    """Per level: mismatches that match fp64 as well as eager does, and the median share of the ceilings."""
+    rows = [(lvl, s) for lvl, s in report["levels"].items()
+            if s.get("refereed") or s.get("median_ceiling_share") is not None]
+    if not rows:
+        return []
+    out = ["| level | correct | mismatches refereed in fp64 | of them as close to fp64 as eager | "
+           "median share of the GPU's ceiling (correct) |", "|---|---|---|---|---|"]
+    for lvl, s in rows:
+        med = s.get("median_ceiling_share")
+        out.append(f"| {lvl} | {s['correct']} | {s.get('refereed', 0)} | {s.get('matches_fp64_as_eager', 0)} | "
+                   f"{'-' if med is None else format(med, '.0%')} |")
+    return out + ["", "A mismatch at the harness's tolerances stays incorrect; the fp64 referee only says whether "
+                  "eager's own fp32 output is as far from the exact result (harness/referee.py).", ""]
 
 
 def plot_fast_p(report: dict[str, Any], ax: Any = None) -> Any:

@@ -255,6 +255,7 @@ class SuiteRunner:
             return "failed"
         overrides = dict(prep.get("overrides") or {})
         record["sizes"] = prep.get("sizing")
+        record["work"] = prep.get("work")
         source = prep.get("seed_source")
         record["seed"].update(ops=prep.get("seed_ops", []), diagnosis=prep.get("seed_diagnosis", ""))
         if source is None and cfg.seed_dir:
@@ -368,6 +369,8 @@ def _fill_from_result(record: dict[str, Any], res: Any) -> None:
     record["diagnosis"] = "" if res.passed else res.summary()
     record["violations"] = list(res.violations)
     record["max_abs_err"] = res.max_abs_err
+    # on a mismatch, eager's and the candidate's errors against the model in fp64 (harness/referee.py)
+    record["referee"] = (res.details or {}).get("referee")
     record["timings_s"] = {k: round(float(v), 4) for k, v in (res.timings_s or {}).items()
                            if isinstance(v, (int, float))}
 

@@ -1,5 +1,9 @@
 """The offline tuning operator: mutates a kernel's declared TUNABLES, no model needed.
 
+A lowered draft's kernel families register their likely-best points for an H200 beside their templates
+(`workbench.lowering.tune.configs`, best guess first): a plain mutation proposes those first, in order, the
+first one not yet in the graph; the random moves come after them.
+
 Mutation moves one or two tunables (mostly to a neighbouring allowed value, sometimes anywhere);
 crossover takes each tunable from either parent. Configs that `tunables_valid` rejects or whose
 rewritten source is already in the graph are skipped; when random moves stop finding new configs
@@ -33,14 +37,31 @@ def has_tunables(source: str | None) -> bool:
     return True
 
 
+def _family_points(source: str, space: TunableSpace, n: int) -> list[dict[str, Any]]:
+    """The kernel families' registered points for this source (a lowered draft's families), each a whole
+    config of `space`; [] for a kernel the lowering did not write (no family's tunables in it)."""
+    if n <= 0:
+        return []
+    from workbench.lowering.tune import configs  # below the search: the lowering never imports it
+
+    try:
+        points = configs(source, n)
+    except Exception:  # noqa: BLE001 - a hint only: random moves remain
+        log.debug("no family points for this kernel", exc_info=True)
+        return []
+    return [{**space.current, **p} for p in points]
+
+
 class OfflineTuningOperator(Operator):
     name = "offline"
     can_draft = False
     supports_crossover = True
     can_repair = False
 
-    def __init__(self, *, max_tries: int = 64, p_neighbour: float = 0.75, p_two_moves: float = 0.3) -> None:
+    def __init__(self, *, max_tries: int = 64, p_neighbour: float = 0.75, p_two_moves: float = 0.3,
+                 prior_points: int = 8) -> None:
         self.max_tries = max_tries
+        self.prior_points = prior_points
         self.p_neighbour = p_neighbour
         self.p_two_moves = p_two_moves
 
@@ -86,6 +107,11 @@ class OfflineTuningOperator(Operator):
                 k: (other[k] if k in other and other[k] in space.choices[k] and rng.random() < 0.5 else v)
                 for k, v in base.items()
             }
+        if len(ctx.parents) == 1:
+            for cfg in _family_points(parent.source, space, self.prior_points):
+                found = self._accept(ctx, space, parent.source, cfg)
+                if found is not None:
+                    return self._proposal(kind, space, found, cfg, 0, prior=True)
         for attempt in range(self.max_tries):
             # crossover keeps its mix on the first try; every later try (and plain mutation) moves
             cfg = base if (attempt == 0 and base != space.current) else self._mutate(space, base, rng)
@@ -133,7 +159,7 @@ class OfflineTuningOperator(Operator):
         return rng.choice(best) if best else None
 
     def _proposal(
-        self, kind: str, space: TunableSpace, source: str, cfg: dict[str, Any], tries: int
+        self, kind: str, space: TunableSpace, source: str, cfg: dict[str, Any], tries: int, prior: bool = False
     ) -> Proposal:
         changed = {k: [space.current[k], v] for k, v in cfg.items() if v != space.current[k]}
         desc = ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
@@ -141,7 +167,7 @@ class OfflineTuningOperator(Operator):
             kind,
             source=source,
             diagnosis=f"tuned: {desc}",
-            meta={"config": cfg, "changed": changed, "tries": tries},
+            meta={"config": cfg, "changed": changed, "tries": tries, "family_point": prior},
             costly=False,  # milliseconds and no tokens: a duplicate is dropped, not recorded
             provenance=Provenance("offline", form="tuned"),
         )

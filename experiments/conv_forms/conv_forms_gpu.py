@@ -2,7 +2,10 @@
 fewer than 16 input channels a group), the flat implicit GEMM in tf32x3 and in ieee (CONV_DIRECT 0), against
 eager and torch.compile, each checked against eager first; with the roofline share of each.
 
-    PYTHONPATH=. python benchmarks/conv_forms_gpu.py --out $OUT \\
+One-off (lab book, nothing imports it): it times with CUDA events of its own, so its numbers inform the
+lowering's defaults and are never a published result (those come from `workbench suite`).
+
+    PYTHONPATH=. python experiments/conv_forms/conv_forms_gpu.py --out $OUT \\
         ../shared/kernelbench/level2/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid.py ...
 
 Writes conv_forms.csv (problem, contender, correct, us, share, bound) and prints it. TF32 off (the suite's
