@@ -10,6 +10,7 @@ something on the device.
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -42,11 +43,13 @@ def test_exact_kernels_are_bit_identical_on_the_device(case):
 @pytest.mark.parametrize("case", FLOAT_CASES + EXACT_CASES)
 def test_fuzzer_finds_no_wrong_result(case):
     """Four random shapes of the case in every dtype, every config the kernel may run (each shape in a
-    process of its own, as the fuzzer's command line runs them)."""
+    process of its own, as the fuzzer's command line runs them; 8 at a time, as its --jobs: the GPU test
+    suite has 8 minutes for every user path)."""
     r = random.Random(0)
     spec = gpu_fuzz.CASES[case]
-    results = [rec for _ in range(4) for p in [spec["shape"](r)] for dt in spec["dtypes"]
-               for rec in gpu_fuzz.run_job(case, dt, p)]
+    jobs = [(dt, p) for _ in range(4) for p in [spec["shape"](r)] for dt in spec["dtypes"]]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = [rec for recs in pool.map(lambda j: gpu_fuzz.run_job(case, *j), jobs) for rec in recs]
     bad = [f"{x['dtype']} {x['shape']} {x['config']}: {x.get('error') or x.get('mismatch') or x.get('max_abs_err')}"
            for x in results if not x.get("ok")]
     assert results and not bad, "\n".join(bad)

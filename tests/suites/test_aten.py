@@ -60,6 +60,10 @@ def test_two_ops_judged_on_all_their_samples(run):
     spec = (run.path / "specs" / "abs__float32.py").read_text()
     assert "OP = 'abs'" in spec and (run.path / "specs" / "abs__float32.pt").is_file()
     assert (run.path / "specs" / "scope.json").is_file()
+    # speed per op family (workbench/suites/aten_families.py): both are pointwise, one of the two correct
+    fam = run.report["families"]["pointwise"]
+    assert fam["n"] == 2 and fam["correct"] == 1 and fam["fast_1"] is not None
+    assert "| pointwise | 2 | 1 |" in (run.path / "report.md").read_text()
 
 
 def test_scope_excludes_factories_and_random_ops_and_takes_views_as_copies():

@@ -351,7 +351,11 @@ def write_specs(folder: Path, ops: list[str] | None, dtypes: list[str],
     """Generate the suite's specs into `folder` and return its problems (level = the dtype)."""
     import json
 
+    from workbench.suites.aten_families import family_of_op
+
     cases, excluded = scope(dtypes, ops, max_samples)
+    labels = {c.label for c in cases}
+    families = {label_of(o): family_of_op(o) for o in load_op_db() if label_of(o) in labels}
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "scope.json").write_text(json.dumps({"in_scope": [f"{c.label}/{c.dtype}" for c in cases],
                                                    "dropped_samples": {f"{c.label}/{c.dtype}": c.dropped
@@ -359,6 +363,7 @@ def write_specs(folder: Path, ops: list[str] | None, dtypes: list[str],
                                                    "as_methods": [f"{c.label}/{c.dtype}" for c in cases if c.method],
                                                    "views_as_copies": [f"{c.label}/{c.dtype}" for c in cases
                                                                        if c.copy],
+                                                   "families": families,  # the report's speed per family
                                                    "excluded": excluded}, indent=1), encoding="utf-8")
     if not cases:
         raise SuiteError(f"no in-scope ATen op for {ops or 'op_db'} in {dtypes}: "

@@ -51,3 +51,23 @@ def level_evidence(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"matches_fp64_as_eager": sum(1 for r in records if as_good_as_eager(r)),
             "refereed": sum(1 for r in records if (r.get("referee") or {}).get("as_good_as_eager") is not None),
             "median_ceiling_share": statistics.median(shares) if shares else None}
+
+
+def by_family(records: list[dict[str, Any]], families: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The ATen suite's speed per op family (`aten_families`; `families`: OpInfo label -> family, as the run's
+    scope.json keeps it), per dtype and over all: n, correct, geomean and fast_1 over eager and torch.compile."""
+    from workbench.suites.scoring import fast_p, geomean_speedup
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        label = str(r.get("problem_id", "")).removeprefix("aten/").rsplit("/", 1)[0]
+        groups.setdefault(families.get(label, "other"), []).append(r)
+    out = {}
+    for fam in sorted(groups, key=lambda f: -len(groups[f])):
+        rs = groups[fam]
+        out[fam] = {"n": len(rs), "correct": sum(1 for r in rs if r.get("correct")),
+                    "geomean_speedup": geomean_speedup(rs), "fast_1": fast_p(rs, 1.0),
+                    "geomean_speedup_vs_compile": geomean_speedup(rs, "speedup_vs_compile"),
+                    "fast_1_vs_compile": fast_p(rs, 1.0, "speedup_vs_compile")
+                    if any(r.get("speedup_vs_compile") is not None for r in rs) else None}
+    return out

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.suites.evidence import annotate, as_good_as_eager, level_evidence
+from workbench.suites.evidence import annotate, as_good_as_eager, by_family, level_evidence
 from workbench.suites.scoring import EXCESSIVE_SPEEDUP, P_VALUES, by_level
 from workbench.suites.store import SuiteStore
 
@@ -63,8 +63,17 @@ def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
         "precision": precision(config),
         "ran": sum(1 for r in records if int(r.get("evaluations") or 0) > 0),
         "headline": headline(records),
+        "families": by_family(records, _families(path)) if config.get("suite") == "aten" else None,
         "problems": records,
     }
+
+
+def _families(path: Path) -> dict[str, str]:
+    """OpInfo label -> op family, as the ATen suite wrote it beside its specs (older runs: none)."""
+    try:
+        return dict(json.loads((path / "specs" / "scope.json").read_text(encoding="utf-8")).get("families") or {})
+    except (OSError, ValueError):
+        return {}
 
 
 def ran(report: dict[str, Any]) -> int:
@@ -196,7 +205,7 @@ def markdown(report: dict[str, Any]) -> str:
     if reasons:
         lines += ["Not correct, by first word of the reason: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])), ""]
-    lines += _evidence_lines(report)
+    lines += _evidence_lines(report) + _family_lines(report)
     lines += ["![fast_p over p](fast_p.png)", "", "![speedups per level](speedups.png)", "",
               "| problem | status | verdict | speedup | vs compile | runtime us | eager us | of ceiling | "
               "fp64 err: eager / candidate | sizes | diagnosis |",
@@ -229,6 +238,19 @@ def _evidence_lines(report: dict[str, Any]) -> list[str]:
                    f"{'-' if med is None else format(med, '.0%')} |")
     return out + ["", "A mismatch at the harness's tolerances stays incorrect; the fp64 referee only says whether "
                   "eager's own fp32 output is as far from the exact result (harness/referee.py).", ""]
+
+
+def _family_lines(report: dict[str, Any]) -> list[str]:
+    fams = report.get("families") or {}
+    if not fams:
+        return []
+    out = ["Speed per op family (every dtype of the run; geomean over the correct ops, fast_1 over all):", "",
+           "| family | ops | correct | geomean vs eager | fast_1 | geomean vs torch.compile | fast_1 vs compile |",
+           "|---|---|---|---|---|---|---|"]
+    for fam, s in fams.items():
+        out.append(f"| {fam} | {s['n']} | {s['correct']} | {_fmt(s['geomean_speedup'])} | {_fmt(s['fast_1'], '.2f')} | "
+                   f"{_fmt(s['geomean_speedup_vs_compile'])} | {_fmt(s['fast_1_vs_compile'], '.2f')} |")
+    return out + [""]
 
 
 def plot_fast_p(report: dict[str, Any], ax: Any = None) -> Any:
