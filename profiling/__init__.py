@@ -17,26 +17,43 @@ the plots import their extras when used.
 
 from __future__ import annotations
 
-from .errors import (
-    MissingRegionsError,
-    ProfilingError,
-    ProfilingUnavailable,
-    SessionActiveError,
-    TraceFileError,
-    TraceVersionError,
-)
-from .probes import declared_regions, ttgir_regions
-from .sessions import (
-    KernelSession,
-    ProbeOptions,
-    ProbeSession,
-    active_session,
-    assert_not_instrumenting,
-    kernel_session,
-    probe_session,
-)
-from .summary import summarize, summary_record
-from .trace import Profile, load, overlap_table, subsample_probe_trace
+from typing import TYPE_CHECKING
+
+from platforms.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .errors import (
+        MissingRegionsError,
+        ProfilingError,
+        ProfilingUnavailable,
+        SessionActiveError,
+        TraceFileError,
+        TraceVersionError,
+    )
+    from .probes import declared_regions, ttgir_regions
+    from .sessions import (
+        KernelSession,
+        ProbeOptions,
+        ProbeSession,
+        active_session,
+        assert_not_instrumenting,
+        kernel_session,
+        probe_session,
+    )
+    from .summary import summarize, summary_record
+    from .trace import Profile, load, overlap_table, subsample_probe_trace
+
+# imported on first use: the command line registers `workbench profile` without torch or pandas
+_EXPORTS = {
+    **dict.fromkeys(("MissingRegionsError", "ProfilingError", "ProfilingUnavailable", "SessionActiveError",
+                     "TraceFileError", "TraceVersionError"), ".errors"),
+    **dict.fromkeys(("declared_regions", "ttgir_regions"), ".probes"),
+    **dict.fromkeys(("KernelSession", "ProbeOptions", "ProbeSession", "active_session", "assert_not_instrumenting",
+                     "kernel_session", "probe_session"), ".sessions"),
+    **dict.fromkeys(("summarize", "summary_record"), ".summary"),
+    **dict.fromkeys(("Profile", "load", "overlap_table", "subsample_probe_trace"), ".trace"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "KernelSession",

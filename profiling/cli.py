@@ -6,9 +6,10 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas comes with the verbs that read a trace, not with the command line's start
+    import pandas as pd
 
 KERNEL_COLUMNS = [
     "kernel",

@@ -36,14 +36,19 @@ def resolve_device(device: str) -> str:
 class Harness:
     """A pre-warmed evaluation server; one evaluation at a time (use several for a pool)."""
 
-    def __init__(self, device: str = "auto", startup_timeout_s: float = 180.0) -> None:
+    def __init__(self, device: str = "auto", startup_timeout_s: float = 180.0, one_shot: bool = False) -> None:
+        """`one_shot`: one evaluation, then the server exits (`workbench eval`): one warm spare of each role,
+        none made again after the job."""
         self.device = resolve_device(device)
+        self.one_shot = one_shot
         env = stripped_environ()  # secrets never reach the server, hence never a candidate
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         else:
             env.pop("TRITON_INTERPRET", None)
+        if one_shot:
+            env["WB_SPARES"] = "1"
         self._worker = WarmWorker("workbench.harness.server", (self.device,), env=env,
                                   startup_timeout_s=startup_timeout_s, name=f"harness server ({self.device})")
         self._platform: dict[str, Any] | None = None
@@ -104,7 +109,7 @@ class Harness:
             return early
         payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
                    "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
-                   "shapes": job.shapes, "policy": job.policy, "timing": job.timing}
+                   "shapes": job.shapes, "policy": job.policy, "timing": job.timing, "last": self.one_shot}
         t0 = time.perf_counter()
         try:
             line, startup = self._worker.request(payload, job.timeout_s * 2 + 900)

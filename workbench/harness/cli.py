@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench.result import Status
 
     try:
-        harness = Harness(device=args.device)
+        harness = Harness(device=args.device, one_shot=True)
     except ValueError as exc:
         return _bad(str(exc), args.json)
     with harness:

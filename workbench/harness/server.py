@@ -769,6 +769,8 @@ def main() -> None:
                 res = {"status": "infra_error", "error": f"harness server: {type(exc).__name__}: {exc}"}
             out.write(json.dumps(res) + "\n")
             out.flush()
+            if job.get("last"):  # a one-shot client: no spares for a next job, exit now
+                break
             server.ensure_spares()  # while the client digests this result
     finally:
         for sps in server._spares.values():  # their tmpfs first: a mount point cannot be removed
@@ -777,6 +779,10 @@ def main() -> None:
         shutil.rmtree(server.root, ignore_errors=True)
         if server.uid_lease is not None:
             server.uid_lease.release()
+    # Everything is written and cleaned up: skip the interpreter's teardown of torch and Triton (seconds).
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
