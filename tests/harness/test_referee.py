@@ -45,3 +45,18 @@ def test_integer_outputs_and_a_failing_fp64_model():
     mismatched = fp64_referee(CancellingSum(), [torch.randn(2, 3)], [torch.zeros(3, 3)], [torch.zeros(2)],
                               flatten_outputs)
     assert "error" in mismatched
+
+
+def test_sampled_positions_are_refereed_on_the_same_positions():
+    """The judge compares a large output at sampled positions: the fp64 result goes through the same selection."""
+    torch.manual_seed(2)
+    lin = torch.nn.Linear(16, 64)
+    x = torch.randn(5, 16)
+    pos = torch.tensor([3, 17, 200, 319])
+    pick = lambda outs: [o.reshape(-1)[pos] for o in outs]  # noqa: E731 - the judge's sample
+    full = flatten_outputs(lin(x))
+    got = [v.clone() for v in pick(full)]
+    got[0][1] += 0.5
+    r = fp64_referee(lin, [x], got, pick(full), flatten_outputs, select=pick)
+    assert r["candidate_fp64_err"] > 0.49 and r["eager_fp64_err"] < 1e-5 and not r["as_good_as_eager"]
+    assert "error" in fp64_referee(lin, [x], got, pick(full), flatten_outputs)  # unselected: shapes differ

@@ -46,14 +46,19 @@ def _max_abs(got: list[Any], exact: list[Any]) -> float | None:
 
 
 def fp64_referee(model: torch.nn.Module, inputs: list[Any], got: list[Any], ref: list[Any],
-                 flatten: Callable[[Any], list[Any]]) -> dict[str, Any]:
+                 flatten: Callable[[Any], list[Any]],
+                 select: Callable[[list[Any]], list[Any]] | None = None) -> dict[str, Any]:
     """Eager's and the candidate's max-abs errors against the model in fp64 on the same `inputs`.
 
-    Never raises: a model that cannot run in fp64 (an integer-only op, a dtype check) gives `error`."""
+    `select` takes the fp64 outputs to the form `got` and `ref` were compared in (the judge's sampled
+    positions of a large output); none: whole outputs. Never raises: a model that cannot run in fp64 (an
+    integer-only op, a dtype check) gives `error`."""
     try:
         model64 = copy.deepcopy(model).double()
         with torch.no_grad():
             exact = flatten(model64(*_double(list(inputs))))
+        if select is not None:
+            exact = select(exact)
         eager_err = _max_abs(ref, exact)
         cand_err = _max_abs(got, exact)
         if eager_err is None or cand_err is None:
