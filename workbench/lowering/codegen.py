@@ -64,7 +64,9 @@ def _red_view(xp, k):
                 out[-1] = (out[-1][0] * size, st)
             else:
                 out.append((size, st))
-        return out or [(1, 1)]
+        # no dims on a side (a full reduction's rows): stride 0, which Triton marks divisible by 16; a stride
+        # of 1 made `rows * x_sm` unaligned and every load of 94_MSELoss a scalar one
+        return out or [(1, 0)]
     m, n = _numel(xp.shape[:k]), _numel(xp.shape[k:])
     kept, red = merge(zip(xp.shape[:k], xp.stride()[:k])), merge(zip(xp.shape[k:], xp.stride()[k:]))
     if len(kept) > 2 or len(red) > 2:
@@ -76,13 +78,61 @@ def _red_view(xp, k):
     return xp, m, n, km[0], red[1][0], red[0][1], red[1][1], True, *km[1:]
 
 
-def _red_split(m, n, block_m, block_n):
-    """How many programs share one row of a reduction: enough for ~4 waves of an H200's 132 SMs, each
-    walking at least 8 blocks (1 when the rows alone fill the GPU or the rows are short)."""
+def _coalesce(shape, *ts):
+    """(sizes, strides of each of ts) of a pointwise kernel's shape with adjacent dims merged where every view ts
+    (broadcast to shape) allows it, the merged dims first and 1s after: the rank stays, and a size or stride of
+    1 is a constant to Triton, so the kernel splits its flat index only at the dims the layouts need."""
+    groups = []
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        sts = [t.stride(d) for t in ts]
+        if groups and all(g == size * s for g, s in zip(groups[-1][1], sts)):
+            groups[-1] = (groups[-1][0] * size, sts)
+        else:
+            groups.append((size, sts))
+    pad = len(shape) - len(groups)
+    return ([g[0] for g in groups] + [1] * pad,
+            [tuple(g[1][k] for g in groups) + (0,) * pad for k in range(len(ts))])
+
+
+def _red_views(k, *xps):
+    """Several tensors of one shape (reduced dims last, k kept dims first; a reduction's prologue inputs, broadcast)
+    as [M, N] with one grouping of their dims shared by all: (M, N, N2, N in two groups?, M2, M in two groups?,
+    [(tensor, stride of M // M2, stride of N // N2, stride of N % N2, stride of M % M2) per tensor]); each read
+    in place when both sides merge into at most two stride groups, copied otherwise."""
+    shape = list(xps[0].shape)
+
+    def merge(lo, hi):
+        out = []
+        for d in range(lo, hi):
+            if shape[d] == 1:
+                continue
+            sts = [t.stride(d) for t in xps]
+            if out and all(g == shape[d] * s for g, s in zip(out[-1][1], sts)):
+                out[-1] = (out[-1][0] * shape[d], sts)
+            else:
+                out.append((shape[d], sts))
+        return out or [(1, [0] * len(xps))]  # stride 0 on an empty side, as in _red_view
+    m, n = _numel(shape[:k]), _numel(shape[k:])
+    kept, red = merge(0, k), merge(k, len(shape))
+    if len(kept) > 2 or len(red) > 2:
+        ts = [t.reshape(m, n) for t in xps]
+        return m, n, 1, False, 1, False, [(t, t.stride(0), t.stride(1), 0, 0) for t in ts]
+    k2, x2 = len(kept) == 2, len(red) == 2
+    return (m, n, red[1][0] if x2 else 1, x2, kept[1][0] if k2 else 1, k2,
+            [(t, kept[0][1][i], red[0][1][i], red[1][1][i] if x2 else 0, kept[1][1][i] if k2 else 0)
+             for i, t in enumerate(xps)])
+
+
+def _red_split(m, n, block_m, block_n, target=528):
+    """How many programs share one row of a reduction: enough for `target` programs (RED_SPLIT_PROGS: 528 is
+    ~4 waves of an H200's 132 SMs), each walking at least 8 blocks (1 when the rows alone fill half of that or
+    the rows are short)."""
     progs = -(-m // block_m)
-    if n < 16 * block_n or progs >= 264:
+    if n < 16 * block_n or progs >= target // 2:
         return 1
-    return max(1, min(-(-528 // progs), n // (8 * block_n), 1024))
+    return max(1, min(-(-target // progs), n // (8 * block_n), 1024))
 
 
 def _mm_split(m, n, k, b, block_m, block_n, block_k):

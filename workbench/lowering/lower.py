@@ -14,7 +14,9 @@ from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
 from workbench.lowering.lifted import with_lifted_constants
+from workbench.lowering.norm_stats import fold_stats
 from workbench.lowering.roofline import Work, graph_work
+from workbench.lowering.softmax_match import fold_gathered_log_softmax
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         log.debug("no work estimate for %s", spec_path, exc_info=True)
         work = None
     rewrite_addmm(cap.graph)
+    fold_stats(cap.graph)
+    fold_gathered_log_softmax(cap.graph)
     precision = "tf32" if getattr(module, "ALLOW_TF32", False) else "ieee"
     em = Emitter(cap.graph, cap.inputs, cap.forward_args, precision)
     try:

@@ -101,3 +101,34 @@ def find_all(graph: fx.Graph) -> list[SoftmaxMatch]:
             if m is not None:
                 out.append(m)
     return out
+
+
+def fold_gathered_log_softmax(graph: fx.Graph) -> None:
+    """`gather(log_softmax(x, d), d, idx)` (cross-entropy's picked log-probabilities) as `gather(x, d, idx) - amax
+    - log(sum)`: the same two subtractions on the same values (bit for bit), but the [B, C] log-softmax is never
+    written. 95_CrossEntropyLoss wrote 32768 x 4096 of them (512 MB) to read back 32768; now its row sum reads x
+    through its prologue (x - amax, exp) and nothing row-sized is stored."""
+    aten = torch.ops.aten
+    for m in find_all(graph):
+        if not m.log or len(m.out.users) != 1:
+            continue
+        (gat,) = m.out.users
+        if packet(gat) != "gather" or gat.args[0] is not m.out or gat.kwargs.get("sparse_grad") or len(gat.args) != 3:
+            continue
+        amax, sub, _, _, log = m.internal[-5:]
+        x, idx = amax.args[0], gat.args[2]
+        r = rank(x)
+        if not isinstance(gat.args[1], int) or gat.args[1] % max(r, 1) != m.dim or not isinstance(idx, fx.Node):
+            continue
+        xs, ids = val(x).shape, val(idx).shape
+        if len(ids) != r or any(str(ids[e]) != str(xs[e]) for e in range(r) if e != m.dim):
+            continue  # amax and log broadcast to idx's shape only when its other dims are x's
+        with graph.inserting_before(gat):
+            g = graph.call_function(aten.gather.default, (x, gat.args[1], idx))
+            t = graph.call_function(aten.sub.Tensor, (g, amax))
+            out = graph.call_function(aten.sub.Tensor, (t, log))
+        for n in (g, t, out):
+            n.meta["val"] = gat.meta["val"]
+        gat.replace_all_uses_with(out)
+        graph.erase_node(gat)
+        graph.erase_node(m.out)

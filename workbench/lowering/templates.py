@@ -20,6 +20,10 @@ TUNABLE_DEFAULTS = {
     "NUM_WARPS": ([2, 4, 8], 4),
     "RED_BLOCK_M": ([1, 2, 4, 8, 16], 4),
     "RED_BLOCK_N": ([64, 128, 256, 512, 1024], 256),
+    # programs a split reduction aims for (`_red_split`): a schedule that depends on the shape (few long rows
+    # want many programs per row; a loss over 2**30 elements reads at full bandwidth only with enough loads in
+    # flight: 1056 programs of 4 warps are 8 an SM, 32 warps, where 528 left half the SM's warp slots empty)
+    "RED_SPLIT_PROGS": ([264, 528, 1056, 2112], 1056),
     "MM_BLOCK_M": ([16, 32, 64, 128], 64),
     "MM_BLOCK_N": ([16, 32, 64, 128], 64),
     "MM_BLOCK_K": ([16, 32, 64], 32),
@@ -89,7 +93,15 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     prep, ptrs, strides = _input_args(body, names, shape)
     launch += prep
     launch.append("_n = _numel(_shape)")
-    args = outs + ptrs + [names[s] for s in body.scalars] + ["_n"] + [f"_shape[{d}]" for d in range(1, r)] + strides
+    # adjacent dims merged where every input's strides allow (`_coalesce`): a norm's apply over [B, C, H, W]
+    # with x, its per-row statistics and a [C, H, W] weight splits its flat index once, not three times
+    if r > 1:
+        launch.append(f"_cs, _cst = _coalesce(_shape{''.join(', ' + x for x in ptrs)})")
+        sizes = [f"_cs[{d}]" for d in range(1, r)]
+        strides = [f"*_cst[{k}]" for k in range(len(ptrs))]
+    else:
+        sizes = []
+    args = outs + ptrs + [names[s] for s in body.scalars] + ["_n"] + sizes + strides
     launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS, "
                   f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs)}))")
     return src, launch, body.helpers
@@ -135,6 +147,7 @@ def reduction_dims(node: fx.Node) -> tuple[list[int], bool]:
         keep = bool(args[1] if len(args) > 1 and not isinstance(args[1], (float,)) else kw.get("keepdim", False))
         if name == "var":
             keep = bool(kw.get("keepdim", False))
+    keep = keep or bool(node.meta.get("wb_keepdim"))  # a broadcast back to x's rank folded in (norm_stats)
     if not dims:
         dims = list(range(r))
     return sorted({d % max(r, 1) for d in dims}) if r else [], keep
@@ -183,9 +196,17 @@ RED_BLOCKS = ["_rbm = min(RED_BLOCK_M, triton.next_power_of_2(max(_M, 1)))",
 _RED_INDEX = RED_ROWS + [
               "if PHASE == 1:", "    n_lo = tl.program_id(1).to(tl.int64) * CHUNK",
               "    n_hi = tl.minimum(n_lo + CHUNK, N)", "else:", "    n_lo = 0", "    n_hi = N"]
+# columns in two groups (X2) without an int64 division and modulo per element (a reduction over (0, 2, 3), a
+# hinge loss's target broadcast along the rows): X2 == 3, the inner group N2 a multiple of the block: a block
+# lies in one group (one scalar division; the columns stay a contiguous range, so loads vectorize); X2 == 2,
+# N2 at least a block wide: a block crosses at most one group boundary; X2 == 1: the exact split per element
 _RED_LOOP = ["for n0 in range(n_lo, n_hi, RED_BLOCK_N):", "    cols = n0 + tl.arange(0, RED_BLOCK_N)",
              "    m = rmask[:, None] & (cols[None, :] < n_hi)",
-             "    if X2:", "        coff = (cols // N2) * x_sn + (cols % N2) * x_sn2", "    else:",
+             "    if X2 == 3:", "        ca = n0 // N2", "        cb = (n0 - ca * N2) + tl.arange(0, RED_BLOCK_N)",
+             "    elif X2 == 2:", "        cq = n0 // N2", "        cb = (n0 - cq * N2) + tl.arange(0, RED_BLOCK_N)",
+             "        ov = cb >= N2", "        ca = tl.where(ov, cq + 1, cq)", "        cb = tl.where(ov, cb - N2, cb)",
+             "    elif X2:", "        ca = cols // N2", "        cb = cols % N2",
+             "    if X2:", "        coff = ca * x_sn + cb * x_sn2", "    else:",
              "        coff = cols * x_sn"]
 _RED_LOAD = "tl.load(x_ptr + roff[:, None] + coff[None, :], mask=m, other={o})"
 
@@ -222,16 +243,26 @@ def _red_arg_lines(kind: str, tuple_out: bool, init: str, acc_tl: str, acc_dt, l
     return lines
 
 
-def _red_var_lines(corr, acc_tl: str, ld) -> list[str]:  # noqa: ANN001
-    """Two-pass variance. Phase 1 stores each chunk's (mean, M2), phase 2 combines them (Chan et al.) with
-    each split's count: min(CHUNK, NTOT - s * CHUNK)."""
+def _red_var_lines(corr, acc_tl: str, ld, load: list[str] | None = None) -> list[str]:  # noqa: ANN001
+    """Variance and mean in one pass over x: each lane keeps Welford's (count, mean, M2) (Welford 1962; the
+    update is one division per element, exact enough where a sum of squares cancels), the lanes are then
+    combined by Chan et al.'s formula. Phase 1 stores each chunk's (mean, M2), phase 2 combines them with each
+    split's count, min(CHUNK, NTOT - s * CHUNK). Was two passes over each chunk (x read twice). `load`: the
+    chunk load with a prologue (`_red_prologue`). Leaves `mean` and `rv` (the variance) per row."""
     c = pw.literal(corr)
-    acc = f"tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"
-    two_pass = [f"acc = {acc}"] + _RED_LOOP + [f"    acc += {ld('0')}",
-                                                "cnt = (n_hi - n_lo).to(tl.float32)",
-                                                "mean = tl.sum(acc, axis=1) / cnt", f"acc2 = {acc}"]
-    two_pass += _RED_LOOP + [f"    d = tl.where(m, {ld('0')} - mean[:, None], 0.0)", "    acc2 += d * d",
-                             "m2 = tl.sum(acc2, axis=1)"]
+    zeros = f"tl.zeros([RED_BLOCK_M, RED_BLOCK_N], {acc_tl})"
+    one_pass = [f"mu_l = {zeros}", f"m2_l = {zeros}", f"n_l = {zeros}"] + _RED_LOOP + \
+        (load or [f"    v = {ld('0')}"]) + [
+            f"    n_new = n_l + m.to({acc_tl})",
+            "    d = tl.where(m, v - mu_l, 0.0)",
+            "    mu_l += d / tl.maximum(n_new, 1.0)",
+            "    m2_l += tl.where(m, d * (v - mu_l), 0.0)",
+            "    n_l = n_new",
+            "cnt = tl.maximum(tl.sum(n_l, axis=1), 1.0)",
+            "mean = tl.sum(mu_l * n_l, axis=1) / cnt",
+            "dm = tl.where(n_l > 0, mu_l - mean[:, None], 0.0)",
+            "m2 = tl.sum(m2_l + n_l * dm * dm, axis=1)"]
+    acc = zeros
     ld_m2 = ld("0").replace("x_ptr + ", "x_ptr + M * x_sm + ", 1)
     combine = [f"acc = {acc}"] + _RED_LOOP + [
         "    ns = tl.minimum(CHUNK, NTOT - cols[None, :] * CHUNK).to(tl.float32)",
@@ -241,7 +272,7 @@ def _red_var_lines(corr, acc_tl: str, ld) -> list[str]:  # noqa: ANN001
         f"    d = {ld('0')} - mean[:, None]",
         f"    acc2 += tl.where(m, {ld_m2} + ns * d * d, 0.0)",
         "m2 = tl.sum(acc2, axis=1)"]
-    return (["if PHASE == 2:"] + indent(combine) + ["else:"] + indent(two_pass) +
+    return (["if PHASE == 2:"] + indent(combine) + ["else:"] + indent(one_pass) +
             [f"rv = m2 / tl.maximum(NTOT - {c}, 0)"])
 
 
@@ -254,31 +285,78 @@ _RED_FIN = {"sum": "tl.sum(acc, axis=1)", "nansum": "tl.sum(acc, axis=1)", "mean
             "all": "tl.min(acc, axis=1)"}
 
 
-def prologue_source(group: Group) -> fx.Node:
-    """The tensor a reduction's prologue chain starts from (what its kernel loads)."""
-    import torch
+def _prologue_inputs(group: Group) -> list[fx.Node]:
+    """The tensors a reduction's prologue reads from outside it, in first-use order."""
+    from workbench.lowering.graph import is_tensor_node
 
-    return next(a for a in group.prologue[0].all_input_nodes if isinstance(val(a), torch.Tensor))
+    cone = set(group.prologue)
+    out: list[fx.Node] = []
+    for n in group.prologue:
+        for a in n.all_input_nodes:
+            if a not in cone and is_tensor_node(a) and a not in out:
+                out.append(a)
+    return out
 
 
-def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str]) -> list[str] | None:
-    """The chunk load of a reduction with a prologue chain (partition.prologue_chain), loop-indented: phase 2
-    reads the partials as before; phases 0 and 1 load the chain's source in its compute dtype, apply the
-    chain and put the reduction's identity back in the masked lanes (exp(0) is not a sum's zero)."""
+def prologue_source(group: Group) -> fx.Node | None:
+    """The one tensor a reduction's prologue reads when it has x's shape (loaded through x's view, as an
+    unprologued x); None when the prologue reads several tensors or a broadcast one (`pin` inputs, each
+    through its own strides)."""
+    from workbench.lowering.graph import shape_key
+
+    ins = _prologue_inputs(group)
+    x = group.anchor.args[0] if group.anchor is not None else None
+    if len(ins) == 1 and x is not None and shape_key(ins[0]) == shape_key(x):
+        return ins[0]
+    return None
+
+
+# the row part of a `pin` input's offset (the column part is in the loop): as x's, through its own strides
+_PIN_ROWS = ["if K2:", "    pro{k} = grp * pin{k}_sm + mi.to(tl.int64) * pin{k}_sm2", "else:",
+             "    pro{k} = rows * pin{k}_sm"]
+_PIN_COLS = ["if X2:", "    pco{k} = ca * pin{k}_sn + cb * pin{k}_sn2", "else:", "    pco{k} = cols * pin{k}_sn"]
+
+
+def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str],
+                  partials: bool = True) -> tuple[list[str], list[str], list[fx.Node]] | None:
+    """The chunk load of a reduction with a prologue (partition.prologue_cone), loop-indented: phase 2 reads the
+    partials as before (`partials`; a var combines its own), phases 0 and 1 load the prologue's inputs in their
+    compute dtype, apply it and put the reduction's identity back in the masked lanes (exp(0) is not a sum's
+    zero). (loop lines, lines after the row index, the `pin` inputs: [] when x's own view is read)."""
     import re
 
     if not group.prologue:
         return None
     src = prologue_source(group)
-    c = pw.compute_dtype(dtype(src))
-    body = build_body(Group(gid=-1, shape="", nodes=list(group.prologue)), [], [], "m", "0", {src: pw.Val("v", c)})
-    assert not body.inputs and not body.scalars, "a prologue chain reads its source only"
+    x = group.anchor.args[0]
+    sub = Group(gid=-1, shape="", nodes=list(group.prologue))
+    rows: list[str] = []
+    if src is not None:
+        c = pw.compute_dtype(dtype(src))
+        body = build_body(sub, [], [], "m", "0", {src: pw.Val("v", c)})
+        assert not body.inputs and not body.scalars, "a one-source prologue reads its source only"
+        head = [f"v = {_RED_LOAD.format(o='0')}.to({pw.TL_DTYPE[c]})"]
+        ren = [re.sub(r"\bv(\d+)\b", r"p\1", ln) for ln in body.lines]
+        pins: list[fx.Node] = []
+    else:
+        body = build_body(sub, [], ["PR", "PC"], "m", "0", {})
+        assert not body.scalars, "a prologue takes no symbolic scalars (partition.prologue_cone)"
+        pins = list(body.inputs)
+        head = [ln.format(k=k) for k in range(len(pins)) for ln in _PIN_COLS]
+        rows = [ln.format(k=k) for k in range(len(pins)) for ln in _PIN_ROWS]
+        ren = []
+        for ln in body.lines:
+            ln = re.sub(r"\bin(\d+)_ptr \+ PR \* in\1_s0 \+ PC \* in\1_s1",
+                        r"pin\1_ptr + pro\1[:, None] + pco\1[None, :]", ln)
+            ren.append(re.sub(r"\bx(\d+)\b", r"px\1", re.sub(r"\bv(\d+)\b", r"p\1", ln)))
     helpers |= body.helpers
-    ren = [re.sub(r"\bv(\d+)\b", r"p\1", ln) for ln in body.lines]
-    last = re.sub(r"\bv(\d+)\b", r"p\1", body.values[group.prologue[-1]].expr)  # type: ignore[attr-defined]
-    return ["    if PHASE == 2:", "        v = " + _RED_LOAD.format(o=init),
-            "    else:", f"        v = {_RED_LOAD.format(o='0')}.to({pw.TL_DTYPE[c]})"] + indent(ren, 8) + \
-        [f"        v = tl.where(m, {last}.to({acc_tl}), {init})"]
+    last = re.sub(r"\bv(\d+)\b", r"p\1", body.values[x].expr)  # type: ignore[attr-defined]
+    last = re.sub(r"\bx(\d+)\b", r"px\1", last) if src is None else last
+    compute = head + ren + [f"v = tl.where(m, {last}.to({acc_tl}), {init})"]
+    if not partials:
+        return indent(compute), rows, pins
+    split = ["    if PHASE == 2:", "        v = " + _RED_LOAD.format(o=init), "    else:"]
+    return split + indent(compute, 8), rows, pins
 
 
 def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set[str],  # noqa: ANN001
@@ -352,22 +430,29 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     acc_tl = pw.TL_DTYPE[acc_dt]
     init = _init_literal(kind, acc_dt)
     res_val = pw.Val("r", pw.compute_dtype(out_val.dtype))
-    body = build_body(group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0", {anchor: res_val})
+    # a sibling (norm_stats: the sum or mean of x over the same dims beside a var) comes from the var's mean
+    sib_vals = {s: pw.Val(f"rs{i}", acc_dt) for i, s in enumerate(group.siblings)}
+    body = build_body(group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0",
+                      {anchor: res_val, **sib_vals})
     ld = _red_loader(kind, xdt, acc_dt)
     splittable = not (kind in ARG_KINDS or tuple_out)
+    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var") if splittable else None
+    load, pro_rows, pins = pro if pro else (None, [], [])
     if not splittable:
         acc_lines = _red_arg_lines(kind, tuple_out, init, acc_tl, acc_dt, ld)
         result = "ri" if kind in ARG_KINDS else "rv"
     elif kind == "var":
         # aten.var.correction takes it by keyword; prims.var (from the norm decompositions) positionally
         corr = anchor.kwargs.get("correction", anchor.args[2] if len(anchor.args) > 2 else 1)
-        acc_lines = _red_var_lines(1 if corr is None else corr, acc_tl, ld)
+        acc_lines = _red_var_lines(1 if corr is None else corr, acc_tl, ld, load)
+        acc_lines += [f"rs{i} = mean * NTOT" if packet(s) == "sum" else f"rs{i} = mean"
+                      for i, s in enumerate(group.siblings)]
         result = "rv"
     else:
-        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers,
-                                     _red_prologue(group, init, acc_tl, body.helpers))
+        assert not group.siblings, "only a var computes siblings"
+        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers, load)
         result = "rv"
-    lines = _RED_INDEX + acc_lines
+    lines = _RED_INDEX + pro_rows + acc_lines
     is_bool = out_val.dtype == torch.bool
     if is_bool:
         res_val.dtype = torch.bool
@@ -381,6 +466,7 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     out_params = [f"out{j}_ptr" for j in range(anchor_outs)] + \
         [f"{'outE' if tuple_out else 'out'}{j}_ptr" for j in range(len(body.outputs))]
     in_params = [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))]
+    in_params += [f"pin{k}_{p}" for k in range(len(pins)) for p in ("ptr", "sm", "sn", "sn2", "sm2")]
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
     sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2", "M2", "x_sm2"] +
@@ -388,28 +474,40 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                                        "RED_BLOCK_N: tl.constexpr", "PHASE: tl.constexpr", "X2: tl.constexpr",
                                        "K2: tl.constexpr"])
     doc = (f'    """{kind} over the last axis of x viewed as [M, N] (dims {dims} of a rank-{xr} input), '
+           + (f'with {", ".join(n.name for n in group.siblings)}, ' if group.siblings else "")
            + (f'prologue: {", ".join(n.name for n in group.prologue)}, ' if group.prologue else "")
            + f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
-    loaded = prologue_source(group) if group.prologue else x
+    loaded = (prologue_source(group) or x) if group.prologue else x
     launch = _red_launch(name, names, anchor, body, loaded, xr, kept, dims, keep, tuple_out, out_val, out_rank,
-                         acc_dt, splittable, kind == "var")
+                         acc_dt, splittable, kind == "var", pins)
     return src, launch, body.helpers
 
 
 def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
                 kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
-                acc_dt, splittable: bool, is_var: bool) -> list[str]:  # noqa: ANN001
+                acc_dt, splittable: bool, is_var: bool, pins: list[fx.Node] | None = None) -> list[str]:  # noqa: ANN001
     """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split in two phases
-    when `_red_split` says so)."""
-    xv = names[x]
+    when `_red_split` says so). `pins`: a prologue's inputs, broadcast to x's shape and read as [M, N] with
+    one grouping of their dims shared by all (`_red_views`)."""
     perm = kept + dims
-    launch = [f"_xp = {xv}.permute({perm})" if xr else f"_xp = {xv}.reshape(1)",
-              f"_x, _M, _N, _sm, _n2, _sn, _sn2, _x2, _m2, _sm2, _k2 = _red_view(_xp, {len(kept) if xr else 0})"]
-    if keep:
-        oshape = "[" + ", ".join("1" if d in dims else f"{xv}.shape[{d}]" for d in range(xr)) + "]"
+    k = len(kept) if xr else 0
+    if pins:
+        pv = [names[p] for p in pins]
+        launch = [f"_pb = _bshape({', '.join(f'{v}.shape' for v in pv)})",
+                  f"_M, _N, _n2, _x2, _m2, _k2, _pv = _red_views({k}, "
+                  + ", ".join(f"{v}.expand(_pb).permute({perm})" if xr else f"{v}.reshape(1)" for v in pv) + ")",
+                  "_x, _sm, _sn, _sn2, _sm2 = _pv[0]"]
+        xshape = "_pb"
     else:
-        oshape = "[" + ", ".join(f"{xv}.shape[{d}]" for d in kept) + "]"
+        xv = names[x]
+        launch = [f"_xp = {xv}.permute({perm})" if xr else f"_xp = {xv}.reshape(1)",
+                  f"_x, _M, _N, _sm, _n2, _sn, _sn2, _x2, _m2, _sm2, _k2 = _red_view(_xp, {k})"]
+        xshape = f"{xv}.shape"
+    if keep:
+        oshape = "[" + ", ".join("1" if d in dims else f"{xshape}[{d}]" for d in range(xr)) + "]"
+    else:
+        oshape = "[" + ", ".join(f"{xshape}[{d}]" for d in kept) + "]"
     launch.append(f"_shape = {oshape}")
     outs = [names[anchor] + "_0", names[anchor] + "_1"] if tuple_out else [names[n] for n in body.outputs]
     all_outs = list(outs)
@@ -424,9 +522,12 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
                for o, n in zip(ep_outs, body.outputs)]
     prep, ptrs, strd = _input_args(body, names, "_shape")
     launch += prep
-    rest = all_outs + ptrs + [names[s] for s in body.scalars]
+    rest = all_outs + ptrs + [names[s] for s in body.scalars] + [f"*_pv[{j}]" for j in range(len(pins or []))]
     sizes = [f"_shape[{d}]" for d in range(1, out_rank)] + strd
     launch += RED_BLOCKS
+    # X2: 0 one column group; two: 3 the inner one a whole number of blocks, 2 at least a block wide (both
+    # walked without a division per element), 1 otherwise (_RED_LOOP)
+    launch.append("_x2 = (3 if _n2 % _rbn == 0 else 2 if _n2 >= _rbn else 1) if _x2 else 0")
     kw = "RED_BLOCK_M=_rbm, RED_BLOCK_N=_rbn, num_warps=NUM_WARPS"
 
     def call(x_args: list[str], tail: list[str], g: str, phase: int, x2: str) -> str:
@@ -438,7 +539,7 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     if not splittable:
         launch.append(f"if _M: {whole}")
         return launch
-    launch += ["_split = _red_split(_M, _N, _rbm, _rbn) if _M else 1",
+    launch += ["_split = _red_split(_M, _N, _rbm, _rbn, RED_SPLIT_PROGS) if _M else 1",
                "if _split > 1:",
                "    _chunk = triton.cdiv(triton.cdiv(_N, _split), _rbn) * _rbn",
                "    _split = triton.cdiv(_N, _chunk)",
@@ -586,12 +687,16 @@ register_family(Family("matmul", "matmul", matmul_kernel,
                        anchor=_is_matmul, dot=True, rank=40))
 register_family(Family("reduction", "reduce_{op}",
                        lambda nm, g, mat, names, prec: reduction_kernel(nm, g, mat, names),
-                       ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"), anchor=_is_reduction, rank=50))
+                       ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS", "RED_SPLIT_PROGS"), anchor=_is_reduction,
+                       rank=50))
 register_space(Space("pointwise", ("BLOCK", "NUM_WARPS"),
                      ((2048, 8), (4096, 8), (1024, 8), (512, 4), (2048, 4), (4096, 4), (256, 2), (1024, 2)), rank=10))
 register_space(Space("reduction", ("RED_BLOCK_M", "RED_BLOCK_N", "NUM_WARPS"),
                      ((1, 1024, 4), (2, 512, 4), (1, 512, 2), (8, 128, 4), (4, 512, 8), (16, 64, 4), (1, 1024, 8),
                       (2, 256, 2)), rank=40))
+# the split's program count is a schedule independent of the block sizes: its own space, so that a tuned config
+# tries more and fewer programs per row beside each block shape
+register_space(Space("reduction_split", ("RED_SPLIT_PROGS",), ((528,), (2112,), (264,), (1056,)), rank=45))
 register_space(Space("matmul", ("MM_BLOCK_M", "MM_BLOCK_N", "MM_BLOCK_K", "MM_NUM_WARPS", "MM_NUM_STAGES",
                                 "MM_PRECISION"),
                      ((128, 128, 32, 8, 3, "tf32x3"), (128, 64, 32, 4, 3, "tf32x3"), (128, 128, 16, 8, 3, "ieee"),
