@@ -16,7 +16,7 @@ from workbench.lowering.init_source import InitError, build_init
 from workbench.lowering.lifted import with_lifted_constants
 from workbench.lowering.norm_stats import fold_stats
 from workbench.lowering.roofline import Work, graph_work
-from workbench.lowering.softmax_match import fold_gathered_log_softmax
+from workbench.lowering.softmax_match import fold_gathered_log_softmax, pair_logsumexp
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
     rewrite_addmm(cap.graph)
     fold_stats(cap.graph)
     fold_gathered_log_softmax(cap.graph)
+    pair_logsumexp(cap.graph)
     precision = "tf32" if getattr(module, "ALLOW_TF32", False) else "ieee"
     em = Emitter(cap.graph, cap.inputs, cap.forward_args, precision)
     try:

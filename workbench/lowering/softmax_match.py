@@ -132,3 +132,30 @@ def fold_gathered_log_softmax(graph: fx.Graph) -> None:
         gat.replace_all_uses_with(out)
         graph.erase_node(gat)
         graph.erase_node(m.out)
+
+
+def pair_logsumexp(graph: fx.Graph) -> None:
+    """`sum(exp(x - amax(x, d)), d)` (keepdim both, fp32, the sub and the exp used only there) as one reduction
+    whose sibling is the amax (templates: one online pass gives both, `meta["wb_lse"]`): cross-entropy's and
+    log-softmax's statistics when their [B, C] result is not written (fold_gathered_log_softmax), which read x
+    twice in two kernels. The sub, exp and sum move up next to the amax (they read only x and it)."""
+    for amax in list(graph.nodes):
+        d = _one_dim(amax, "amax") if amax.op == "call_function" else None
+        if d is None or not isinstance(val(amax), torch.Tensor) or dtype(amax) != torch.float32:
+            continue
+        x = amax.args[0]
+        subs = [u for u in amax.users if packet(u) == "sub" and u.args[:2] == (x, amax) and not u.kwargs
+                and len(u.users) == 1]
+        if len(subs) != 1 or packet(next(iter(subs[0].users))) != "exp":
+            continue
+        exp = next(iter(subs[0].users))
+        if len(exp.users) != 1:
+            continue
+        (ssum,) = exp.users
+        if _one_dim(ssum, "sum") != d or dtype(ssum) != torch.float32 or ssum.meta.get("wb_siblings"):
+            continue
+        amax.append(subs[0])
+        subs[0].append(exp)
+        exp.append(ssum)
+        ssum.meta["wb_lse"] = True
+        ssum.meta["wb_siblings"] = [amax]

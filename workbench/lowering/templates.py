@@ -276,6 +276,29 @@ def _red_var_lines(corr, acc_tl: str, ld, load: list[str] | None = None) -> list
             [f"rv = m2 / tl.maximum(NTOT - {c}, 0)"])
 
 
+def _red_lse_lines(ld) -> list[str]:  # noqa: ANN001
+    """sum(exp(x - amax(x))) and amax(x) in one pass (online rescaling: Milakov and Gimelshein 2018, as the
+    softmax kernel's first pass): each lane keeps a running max and the sum rescaled to it. Phase 1 stores each
+    chunk's (max, sum), phase 2 combines them the same way. As eager: a nan makes both nan, an +inf the sum
+    nan (inf - inf), a row of -inf a nan sum. Leaves `mx` and `rv` (the sum) per row."""
+    ninf = '-float("inf")'
+    online = ["    m_new = tl.where(m_i != m_i, m_i, tl.maximum(m_i, pm))", "    m_new = tl.where(pm != pm, pm, m_new)",
+              "    live = m_new != -float(\"inf\")",
+              "    s_i = tl.where(live, s_i * tl.exp(m_i - m_new) + ps * tl.exp(pm - m_new), s_i)",
+              "    s_i = tl.where(pm != pm, pm, s_i)", "    m_i = m_new"]
+    ld_s = ld("0").replace("x_ptr + ", "x_ptr + M * x_sm + ", 1)
+    combine = _RED_LOOP + [f"    pm = {ld(ninf)}", f"    ps = {ld_s}"] + online
+    one_pass = _RED_LOOP + [f"    pm = {ld(ninf)}", "    ps = tl.where(m, 1.0, 0.0)"] + online
+    return ([f"m_i = tl.full([RED_BLOCK_M, RED_BLOCK_N], {ninf}, tl.float32)",
+             "s_i = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], tl.float32)", "if PHASE == 2:"] + indent(combine) +
+            ["else:"] + indent(one_pass) +
+            ["has_nan = tl.max((m_i != m_i).to(tl.int32), axis=1) > 0",
+             "mx = tl.where(has_nan, float(\"nan\"), tl.max(m_i, axis=1))",
+             f"rv = tl.sum(tl.where(m_i == {ninf}, 0.0, s_i * tl.exp(m_i - mx[:, None])), axis=1)",
+             "if PHASE != 1:  # a chunk of -inf is a 0 partial; a row of them is nan, as x - amax is",
+             f"    rv = tl.where(mx == {ninf}, float(\"nan\"), rv)"])
+
+
 _RED_OP = {"sum": "acc + v", "mean": "acc + v", "nansum": "acc + tl.where(v != v, 0.0, v)", "prod": "acc * v",
            "amax": "tl.maximum(acc, v)", "amin": "tl.minimum(acc, v)", "max": "tl.maximum(acc, v)",
            "min": "tl.minimum(acc, v)", "any": "tl.maximum(acc, v)", "all": "tl.minimum(acc, v)"}
@@ -436,9 +459,14 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                       {anchor: res_val, **sib_vals})
     ld = _red_loader(kind, xdt, acc_dt)
     splittable = not (kind in ARG_KINDS or tuple_out)
-    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var") if splittable else None
+    # sum(exp(x - amax(x))) with the amax as its sibling (softmax_match.pair_logsumexp): one online pass over x
+    lse = bool(anchor.meta.get("wb_lse"))
+    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var") if splittable and not lse else None
     load, pro_rows, pins = pro if pro else (None, [], [])
-    if not splittable:
+    if lse:
+        acc_lines = _red_lse_lines(ld) + ["rs0 = mx"]
+        result = "rv"
+    elif not splittable:
         acc_lines = _red_arg_lines(kind, tuple_out, init, acc_tl, acc_dt, ld)
         result = "ri" if kind in ARG_KINDS else "rv"
     elif kind == "var":
@@ -459,9 +487,10 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     epi, anchor_outs = _red_epilogue(anchor, body, mat, out_val, out_rank, tuple_out, acc_dt, res_val)
     epi = [f"r = {result}" + (" != 0" if is_bool else "")] + epi
     partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), rv, mask=rmask)"]
-    if kind == "var":
-        partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), mean, mask=rmask)",
-                   "tl.store(ws_ptr + M * SPLIT + rows * SPLIT + tl.program_id(1), m2, mask=rmask)"]
+    if kind == "var" or lse:
+        first, second = ("mx", "rv") if lse else ("mean", "m2")
+        partial = [f"tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), {first}, mask=rmask)",
+                   f"tl.store(ws_ptr + M * SPLIT + rows * SPLIT + tl.program_id(1), {second}, mask=rmask)"]
     lines += (["if PHASE == 1:"] + indent(partial) + ["else:"] + indent(epi)) if splittable else epi
     out_params = [f"out{j}_ptr" for j in range(anchor_outs)] + \
         [f"{'outE' if tuple_out else 'out'}{j}_ptr" for j in range(len(body.outputs))]
@@ -478,9 +507,9 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
            + (f'prologue: {", ".join(n.name for n in group.prologue)}, ' if group.prologue else "")
            + f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
-    loaded = (prologue_source(group) or x) if group.prologue else x
+    loaded = group.siblings[0].args[0] if lse else (prologue_source(group) or x) if group.prologue else x
     launch = _red_launch(name, names, anchor, body, loaded, xr, kept, dims, keep, tuple_out, out_val, out_rank,
-                         acc_dt, splittable, kind == "var", pins)
+                         acc_dt, splittable, kind == "var" or lse, pins)
     return src, launch, body.helpers
 
 
