@@ -89,22 +89,32 @@ class Harness:
         """The static policy, here in the caller's process before any server, process or GPU context
         starts: a rejection costs milliseconds. None when the candidate may run (the server checks again,
         with the spec loaded)."""
-        if not job.policy:
-            return None
         t0 = time.perf_counter()
-        allowed = policy.allowed_imports_of(str(job.spec_path))
-        if allowed is None:  # ALLOWED_IMPORTS is not a literal: only the server, which loads the spec, knows
+        problem = policy.source_problem(job.candidate_source)  # with the policy off too: the bytes Python runs
+        if problem is not None:
+            found = [f"malformed_source:{problem}"]
+        elif not job.policy:
             return None
-        found = policy.check_source(job.candidate_source, allowed)
-        if not found:
-            return None
+        else:
+            allowed = policy.allowed_imports_of(str(job.spec_path))
+            if allowed is None:  # ALLOWED_IMPORTS is not a literal: only the server, which loads the spec, knows
+                return None
+            found = policy.check_source(job.candidate_source, allowed)
+            if not found:
+                return None
         wall = time.perf_counter() - t0
         return EvalResult(status=Status.REJECTED, device=self.device, violations=found,
                           error="static policy: " + "; ".join(found[:6]),
                           timings_s={"policy": wall, "client_wall": wall, "harness_overhead": wall})
 
     def evaluate_job(self, job: EvalJob) -> EvalResult:
-        early = self.precheck(job)
+        """The candidate's result; never an exception for anything the candidate's text holds."""
+        try:
+            early = self.precheck(job)
+        except Exception as exc:  # noqa: BLE001 - a text the checks cannot take is the candidate's failure
+            log.exception("precheck failed")
+            return EvalResult(status=Status.REJECTED, device=self.device, violations=["malformed_source"],
+                              error=f"static policy: malformed_source: {type(exc).__name__}: {str(exc)[:200]}")
         if early is not None:
             return early
         payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
@@ -113,7 +123,7 @@ class Harness:
         t0 = time.perf_counter()
         try:
             line, startup = self._worker.request(payload, job.timeout_s * 2 + 900)
-        except WorkerLost:
+        except (WorkerLost, OSError, ValueError):
             return EvalResult(status=Status.INFRA_ERROR, error="the harness server died twice on this job",
                               device=self.device)
         wall = time.perf_counter() - t0 - startup
@@ -202,7 +212,9 @@ def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None, want: str,
 
     use_device = want == "device" and bool(cand and cand.get("device")) and bool(base and base.get("device"))
     if want == "device" and not use_device:
-        if base and base.get("device"):
+        if (cand or {}).get("device_unavailable"):
+            why = str(cand["device_unavailable"])
+        elif base and base.get("device"):
             why = "the candidate's forward could not be captured"
         elif (cand or {}).get("inputs") == "staged" and device_platform:
             # graph replay needs the inputs made on the device from seeds (`child._device_generation`)
@@ -221,7 +233,9 @@ def _source_of(candidate: str | Path) -> str:
         p = Path(candidate)
         if not p.is_file():
             raise FileNotFoundError(f"candidate file not found: {p}")
-        return p.read_text()
+        # bytes as the importer will see them: a latin-1 file never raises here, `policy.source_problem`
+        # refuses it with one line
+        return policy.decode_source(p.read_bytes())
     return str(candidate)
 
 

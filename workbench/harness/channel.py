@@ -28,9 +28,13 @@ class ChildGone(Exception):
         self.why = why
 
 
+# Bound at import, before any candidate code exists: the candidate's process runs `Channel` after `done`.
+_os_read, _os_write, _loads, _dumps = os.read, os.write, json.loads, json.dumps
+
+
 def _write_all(fd: int, data: bytes) -> None:
     while data:
-        n = os.write(fd, data)
+        n = _os_write(fd, data)
         data = data[n:]
 
 
@@ -45,18 +49,22 @@ class Channel:
 
     def recv(self) -> dict[str, Any]:
         while b"\n" not in self._buf:
-            chunk = os.read(self.cmd_fd, 1 << 16)
+            chunk = _os_read(self.cmd_fd, 1 << 16)
             if not chunk:
                 raise EOFError("the server closed the command pipe")
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        msg = json.loads(line)
+        msg = _loads(line)
         if "n" in msg:
             self.nonce = msg["n"]
         return msg
 
     def send(self, msg: dict[str, Any]) -> None:
-        _write_all(self.report_fd, (json.dumps({**msg, "n": self.nonce}) + "\n").encode())
+        _write_all(self.report_fd, (_dumps({**msg, "n": self.nonce}) + "\n").encode())
+
+
+# The harness calls these, never `chan.recv`: a method the candidate put on the class is not looked up.
+channel_recv, channel_send = Channel.recv, Channel.send
 
 
 def rss_bytes(pid: int) -> int:

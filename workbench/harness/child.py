@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
-import io
 import os
 import random
 import resource
+import secrets
 import sys
 import time
 import traceback
@@ -26,11 +26,12 @@ from typing import Any
 
 import torch
 
+from workbench.harness import bound, opcheck
 from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
 from workbench.harness import messages as _messages
-from workbench.harness import opcheck
 from workbench.harness import outbox as _outbox
+from workbench.harness import outfile as _outfile
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
@@ -104,11 +105,11 @@ def _vm_size() -> int:
 
 
 def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+    bound.synchronize(device)  # bound at import: no candidate code runs in it, before `done` or after
 
 
 _WARM: dict[str, Any] = {}
+_MM = torch.mm  # bound at import: the warm-up before `go` runs no function a candidate put on torch
 
 
 def gpu_warm(device: str, matmuls: int = 6) -> None:
@@ -124,12 +125,12 @@ def gpu_warm(device: str, matmuls: int = 6) -> None:
     warm_s = float(os.environ.get("WB_WARM_MS", "0") or 0) / 1000.0
     if warm_s <= 0:
         for _ in range(matmuls):
-            torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+            _MM(_WARM["w"], _WARM["w"], out=_WARM["o"])
         return
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < warm_s:
         for _ in range(4):
-            torch.mm(_WARM["w"], _WARM["w"], out=_WARM["o"])
+            _MM(_WARM["w"], _WARM["w"], out=_WARM["o"])
         torch.cuda.synchronize()
 
 
@@ -156,19 +157,20 @@ def _exact_outputs(out: Any, guard: Guard, host: bool = True) -> list[Any]:
     outs = flatten_outputs(out)
     clean: list[Any] = []
     for o in outs:
-        if isinstance(o, torch.Tensor):
-            if type(o) is not torch.Tensor:
+        # `bound`: no method of the output looked up (the candidate may have added some to its class)
+        if isinstance(o, bound.Tensor):
+            if type(o) is not bound.Tensor:
                 tag = f"output_type:{type(o).__name__}"
                 if tag not in guard.violations:
                     guard.violations.append(tag)
-                o = o.as_subclass(torch.Tensor)
-            if o.device.type == "meta" or o.is_sparse:
-                tag = f"output_type:{o.layout}/{o.device.type}"
+                o = bound.as_subclass(o, bound.Tensor)
+            if bound.device_type(o) == "meta" or bound.is_sparse(o):
+                tag = "output_type:sparse/meta"
                 if tag not in guard.violations:
                     guard.violations.append(tag)
-            o = o.detach()
+            o = bound.detach(o)
             if host:
-                o = o.cpu() if o.device.type != "cpu" else o.clone()  # one host copy, not two
+                o = bound.cpu(o) if bound.device_type(o) != "cpu" else bound.clone(o)  # one host copy, not two
             clean.append(o)
         else:
             clean.append(o)
@@ -297,8 +299,7 @@ class _CandidateRun:
         clean = _exact_outputs(out, self.guard, host=False)
         if self.outbox is not None and slot is not None and self.outbox.put(slot, clean, seed):
             return
-        torch.save([c.cpu() if isinstance(c, torch.Tensor) and c.device.type != "cpu" else c for c in clean],
-                   self.sandbox / fname)
+        _outfile.write(self.sandbox / fname, clean)  # flat bytes the judge parses without trusting them
 
     def guard_up(self) -> None:
         self.cand_path = self.sandbox / "candidate.py"
@@ -464,6 +465,9 @@ class _InputMaker:
         try:
             return _plan.generate_on(self.spec, int(seed), self.device)
         finally:
+            # `torch.initial_seed()` would otherwise say the seed these inputs came from: a fresh one from
+            # the OS CSPRNG replaces it (and the generators' state) before candidate code runs again
+            torch.manual_seed(secrets.randbits(63))
             if self.guard is not None:
                 self.guard.active = was
 
@@ -680,43 +684,55 @@ class _Reference:
                 host = self.trial_inputs(*host)
             with torch.no_grad():
                 ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
-            # A candidate-written file, read by this root process: no link followed, a size bound from
-            # the reference's own outputs, and weights_only (no pickled code).
-            bound = 2 * sum(r.numel() * r.element_size() for r in ref if isinstance(r, torch.Tensor)) + (1 << 20)
             try:
-                data = _safeio.read_bounded(sandbox, fname, bound)
-            except FileNotFoundError:
-                if self.arena is None or slot >= len(self.arena.layout.slots):
-                    out["correct"] = False
-                    out["problems"].append(f"{where}: no output saved")
-                    continue
-                try:
-                    got = self.arena.read(slot)  # through this process's own descriptor, never a path
-                except OSError as exc:  # the candidate truncated the file: its failure, not the spec's
-                    out["correct"] = False
-                    out["problems"].append(f"{where}: output refused ({exc})")
-                    continue
-                expect = self.arena.expected(slot, ref, sample)
-                if expect is not ref:
-                    read["sampled"] += int(any(e[3] for e in self.arena.layout.slots[slot]))
-                self._compare(out, where, got, expect)
-                read["outbox"] += 1
-                continue
-            except OSError as exc:
+                self._judge_one(out, read, where, fname, slot, sample, ref, sandbox)
+            except Exception as exc:  # noqa: BLE001 - whatever the candidate left that breaks the judge fails it
                 out["correct"] = False
-                out["problems"].append(f"{where}: output refused ({exc})")
-                continue
-            try:
-                got = torch.load(io.BytesIO(data), weights_only=True, map_location=self.device)
-            except Exception as exc:  # noqa: BLE001 - a corrupt file is the candidate's failure
-                out["correct"] = False
-                out["problems"].append(f"{where}: unreadable output ({type(exc).__name__})")
-                continue
-            read["files"] += 1
-            self._compare(out, where, got, ref)
+                out["problems"].append(f"{where}: output refused ({type(exc).__name__}: {str(exc)[:200]})")
         read["way"] = self.arena.way() if self.arena is not None else "files"  # device memory or the file
         out["read"] = read
         return out
+
+    def _judge_one(self, out: dict[str, Any], read: dict[str, int], where: str, fname: str, slot: int,
+                   sample: int | None, ref: list[Any], sandbox: Path) -> None:
+        """One judged output, from trusted buffers only: the outbox slot through this process's own
+        descriptor when the layout has one (a file the candidate planted beside it is never looked at), else
+        the flat output file, read bounded by the reference's own outputs and parsed without trusting it
+        (`outfile`: no pickle, no zip, nothing decompressed)."""
+        slots = self.arena.layout.slots if self.arena is not None else ()
+        if self.arena is not None and slot < len(slots) and _fits_slot(ref, slots[slot]):
+            try:
+                got = self.arena.read(slot)  # through this process's own descriptor, never a path
+            except OSError as exc:  # the candidate truncated the file: its failure, not the spec's
+                out["correct"] = False
+                out["problems"].append(f"{where}: output refused ({exc})")
+                return
+            expect = self.arena.expected(slot, ref, sample)
+            if expect is not ref:
+                read["sampled"] += int(any(e[3] for e in self.arena.layout.slots[slot]))
+            self._compare(out, where, got, expect)
+            read["outbox"] += 1
+            return
+        bound = sum(r.numel() * r.element_size() for r in ref if isinstance(r, torch.Tensor)) \
+            + _outfile.MAX_HEADER + len(_outfile.MAGIC) + 8
+        try:
+            data = _safeio.read_bounded(sandbox, fname, bound)
+        except FileNotFoundError:
+            out["correct"] = False
+            out["problems"].append(f"{where}: no output saved")
+            return
+        except OSError as exc:
+            out["correct"] = False
+            out["problems"].append(f"{where}: output refused ({exc})")
+            return
+        try:
+            got = _outfile.parse(data)
+        except _outfile.OutputFileError as exc:
+            out["correct"] = False
+            out["problems"].append(f"{where}: unreadable output ({exc})")
+            return
+        read["files"] += 1
+        self._compare(out, where, [g.to(self.device) if isinstance(g, torch.Tensor) else g for g in got], ref)
 
     def _compare(self, out: dict[str, Any], where: str, got: list[Any], ref: list[Any]) -> None:
         spec = self.spec
@@ -726,6 +742,14 @@ class _Reference:
         if not cmp.ok:
             out["correct"] = False
             out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
+
+
+def _fits_slot(ref: list[Any], entries: Any) -> bool:
+    """Whether the reference's own outputs have the slot's layout: then a right answer is in the slot, and
+    the judge reads the slot only; else (sizes that depend on the data) only the flat output file."""
+    return len(ref) == len(entries) and all(
+        isinstance(r, torch.Tensor) and str(r.dtype).removeprefix("torch.") == e[0] and tuple(r.shape) == tuple(e[1])
+        for r, e in zip(ref, entries))
 
 
 def _release_cache(device: str) -> None:

@@ -19,9 +19,15 @@ class Comparison:
 
 def flatten_outputs(out: Any) -> list[Any]:
     """A forward may return a tensor or a (nested) tuple/list of tensors."""
-    if isinstance(out, (tuple, list)):
+    # The base types' own iterators: a subclass's `__iter__` (candidate code) never runs here, after `done`.
+    if isinstance(out, tuple):
         items: list[Any] = []
-        for o in out:
+        for o in tuple.__iter__(out):
+            items.extend(flatten_outputs(o))
+        return items
+    if isinstance(out, list):
+        items = []
+        for o in list.__iter__(out):
             items.extend(flatten_outputs(o))
         return items
     return [out]

@@ -138,16 +138,30 @@ class Guard:
 
     def snapshot(self) -> None:
         self._snapshot = {}
+        self._keys: dict[str, frozenset[str]] = {}
         for label, obj in self._watched:
             for k, v in list(vars(obj).items()):
                 if callable(v) or isinstance(v, (type, staticmethod, classmethod, property)):
                     self._snapshot[(label, k)] = id(v)
+            if isinstance(obj, type):
+                self._keys[label] = frozenset(vars(obj))
 
     def check_patches(self) -> None:
         objs = dict(self._watched)
         for (label, k), ident in self._snapshot.items():
             cur = vars(objs[label]).get(k, None)
             if id(cur) != ident:
+                tag = f"monkeypatch:{label}.{k}"
+                if tag not in self.violations:
+                    self.violations.append(tag)
+        # A name added to a watched class shadows what its base defines (`torch.Tensor.detach` over
+        # `TensorBase.detach`): a patch too, though no key it had changed.
+        for label, keys in getattr(self, "_keys", {}).items():
+            added = vars(objs[label])
+            for k in set(added) - keys:
+                v = added.get(k)
+                if not (callable(v) or hasattr(type(v), "__get__")):  # a cache (`__slotnames__`), no code
+                    continue
                 tag = f"monkeypatch:{label}.{k}"
                 if tag not in self.violations:
                     self.violations.append(tag)

@@ -82,6 +82,15 @@ def _isolation(v: Any) -> dict[str, Any] | None:
     return v
 
 
+def _kernel_names(v: Any) -> list[str] | None:
+    """The captured graph's kernel names (`graph_audit`), or null where the driver could not say."""
+    if v is None:
+        return None
+    if type(v) is not list or len(v) > 4096:
+        raise SchemaError("kernels: expected a list of at most 4096 names or null")
+    return [_str(x, "kernels", 2000) for x in v]
+
+
 # kind -> {field: validator}; every message carries exactly its kind's fields and the job's nonce `n`.
 _SCHEMA: dict[str, dict[str, Any]] = {
     "isolated": {"isolated": _isolation},
@@ -89,13 +98,13 @@ _SCHEMA: dict[str, dict[str, Any]] = {
     "staged": {"staged": lambda v: _int(v, "staged", -1, 1 << 20)},
     "done": {"done": lambda v: _int(v, "done", -1, 1 << 20)},
     "saved": {"saved": lambda v: _int(v, "saved", -1, 1 << 20)},
-    "captured": {"captured": lambda v: _int(v, "captured", 0, 1 << 16)},
+    "captured": {"captured": lambda v: _int(v, "captured", 0, 1 << 16), "kernels": _kernel_names},
     "finished": {"finished": lambda v: _true(v, "finished"), "status": _status,
                  "violations": lambda v: _strs(v, "violations"), "error": lambda v: _str(v, "error", MAX_ERROR),
                  "timings_s": lambda v: _floats(v, "timings_s"),
                  "launches": lambda v: _int(v, "launches", 0), "aten_ops": lambda v: _strs(v, "aten_ops")},
 }
-_OPTIONAL = {"finished": {"launches", "aten_ops"}}
+_OPTIONAL = {"finished": {"launches", "aten_ops"}, "captured": {"kernels"}}
 
 
 def kind_of(msg: dict[str, Any]) -> str:

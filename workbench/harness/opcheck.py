@@ -31,6 +31,7 @@ ALLOC_OPS = frozenset("empty empty_like empty_strided empty_permuted new_empty n
 class _LaunchState:
     depth = 0          # > 0 while inside a Triton launch or the autotuner
     launches = 0       # Triton kernel launches (not compile-only warmups)
+    names: set[str] = set()  # the Triton kernels launched (their compiled kernels carry these names)
 
 
 STATE = _LaunchState()
@@ -58,6 +59,7 @@ def install_triton_wrappers() -> None:
             def run(self: Any, *args: Any, **kwargs: Any) -> Any:
                 if count and not kwargs.get("warmup", False):
                     STATE.launches += 1
+                    STATE.names.add(str(getattr(getattr(self, "fn", self), "__name__", ""))[:200])
                 STATE.depth += 1
                 try:
                     return orig_fn(self, *args, **kwargs)

@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from workbench.harness import bound
+
 ALIGN = 4096             # slots start on page boundaries
 HEADER = ALIGN           # the file's first page: which way the candidate wrote (b"D" device, b"F" file)
 CHUNK = 64 * 2**20       # bytes one host round trip moves on the GPU
@@ -84,18 +86,23 @@ def positions(numel: int, seed: int, device: str) -> torch.Tensor:
     """The flat positions a sampled output is judged at: both ends and `SAMPLE` drawn from `seed` (the
     same in both processes: one generator, one seed, one device type)."""
     edge = min(EDGE, numel // 2)
-    gen = torch.Generator(device=device)
-    gen.manual_seed(int(seed) & (2**63 - 1))
-    mid = torch.randint(0, numel, (SAMPLE,), generator=gen, device=device)
-    return torch.cat([torch.arange(edge, device=device), mid, torch.arange(numel - edge, numel, device=device)])
+    gen = _Generator(device=device)
+    _manual_seed(gen, int(seed) & (2**63 - 1))
+    mid = _randint(0, numel, (SAMPLE,), generator=gen, device=device)
+    return _cat([_arange(edge, device=device), mid, _arange(numel - edge, numel, device=device)])
+
+
+# bound at import, before any candidate code exists (`bound`): the candidate's process samples with them
+_Generator, _manual_seed = torch.Generator, torch.Generator.manual_seed
+_randint, _cat, _arange = torch.randint, torch.cat, torch.arange
 
 
 def sample_of(outs: list[torch.Tensor], seed: int) -> list[torch.Tensor]:
     """Each output's values at its `positions` (output j drawn from seed + j), flat."""
     res = []
     for j, o in enumerate(outs):
-        flat = o.reshape(-1)
-        res.append(flat[positions(flat.numel(), seed + j, str(o.device.type))])
+        flat = bound.reshape(o, -1)
+        res.append(bound.getitem(flat, positions(bound.numel(flat), seed + j, bound.device_type(o))))
     return res
 
 
@@ -146,7 +153,8 @@ def _slot_view(mem: torch.Tensor, entry: Entry) -> torch.Tensor:
     """An entry's bytes in device memory `mem` (uint8), as its dtype and stored shape."""
     dtype, off = _dtype(entry[0]), entry[2]
     shape = _stored_shape(entry)
-    return mem[off:off + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+    return bound.view(bound.view(bound.getitem(mem, slice(off, off + math.prod(shape) * dtype.itemsize)), dtype),
+                      shape)
 
 
 class Arena:
@@ -224,8 +232,8 @@ class Writer:
     def fits(self, slot: int, outs: list[Any]) -> bool:
         if not 0 <= slot < len(self.layout.slots) or len(outs) != len(self.layout.slots[slot]):
             return False
-        return all(isinstance(o, torch.Tensor) and str(o.dtype).removeprefix("torch.") == d and tuple(o.shape) == s
-                   for o, (d, s, _, _) in zip(outs, self.layout.slots[slot]))
+        return all(isinstance(o, bound.Tensor) and str(bound.dtype(o)).removeprefix("torch.") == d
+                   and tuple(bound.shape(o)) == s for o, (d, s, _, _) in zip(outs, self.layout.slots[slot]))
 
     def put(self, slot: int, outs: list[Any], seed: int | None = None) -> bool:
         """Write `outs` into slot `slot` (a sampled entry: its values at the positions of `seed`); False
@@ -235,26 +243,30 @@ class Writer:
         entries = self.layout.slots[slot]
         if any(e[3] for e in entries) and seed is None:
             return False
+        # After `done`, in the candidate's process: every tensor method bound before any candidate code
+        # existed (`bound`), so nothing it added to a class or module runs here, outside the clock.
         for j, (o, entry) in enumerate(zip(outs, entries)):
             off, samp = HEADER + entry[2], entry[3]
-            o = o.detach()
+            o = bound.detach(o)
             if samp:
                 o = sample_of([o], seed + j)[0]  # type: ignore[operator]
             if self.shared is not None:  # device to device, into the reference's memory
-                _slot_view(self.shared.tensor, entry).copy_(o.reshape(_stored_shape(entry)))
-                torch.cuda.synchronize()
+                bound.copy_(_slot_view(self.shared.tensor, entry), bound.reshape(o, _stored_shape(entry)))
+                bound.synchronize("cuda")
                 continue
-            flat = o.contiguous().reshape(-1).view(torch.uint8)
-            if flat.device.type == "cpu":
-                _pwrite_all(self.fd, flat.numpy(), off)
+            flat = bound.view(bound.reshape(bound.contiguous(o), -1), torch.uint8)
+            if bound.device_type(flat) == "cpu":
+                _pwrite_all(self.fd, bound.numpy(flat), off)
                 continue
             if self._pinned is None:
                 self._pinned = _host_buffer(self.device)
             buf = self._pinned
-            for start in range(0, flat.numel(), CHUNK):
-                m = min(CHUNK, flat.numel() - start)
-                buf[:m].copy_(flat[start:start + m])  # synchronous: the bytes are on the host after it
-                _pwrite_all(self.fd, buf[:m].numpy(), off + start)
+            n = bound.numel(flat)
+            for start in range(0, n, CHUNK):
+                m = min(CHUNK, n - start)
+                part = bound.getitem(buf, slice(0, m))
+                bound.copy_(part, bound.getitem(flat, slice(start, start + m)))  # synchronous: on the host after it
+                _pwrite_all(self.fd, bound.numpy(part), off + start)
         return True
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from workbench.harness import bound
 from workbench.spec import Spec, SpecError
 
 N_TIMING_SETS = 4  # input sets rotated through the timed repetitions (defeats memoization)
@@ -115,7 +116,7 @@ def copy_into(buffers: list[Any], src: list[Any]) -> None:
     """Refill the same input buffers with new content (same pointers, other values)."""
     for b, s in zip(buffers, src):
         if isinstance(b, torch.Tensor) and isinstance(s, torch.Tensor):
-            b.copy_(s)
+            bound.copy_(b, s)
 
 
 class Rotation:
@@ -188,6 +189,12 @@ def write_raw(path: Path, sets: list[list[Any]]) -> int:
     return offset
 
 
+_RAW_DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128, torch.int8,
+    torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.uint16, torch.uint32, torch.uint64)}
+
+
 class RawReader:
     """The candidate's side: reads round files into host buffers it keeps between rounds (pinned memory
     on the GPU, whose copies then run asynchronously), returns each set on the device."""
@@ -204,12 +211,12 @@ class RawReader:
             buf = free.pop()
         elif self.pin:
             try:
-                buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+                buf = bound.empty(nbytes, dtype=torch.uint8, pin_memory=True)
             except RuntimeError:  # no pinnable memory left: pageable copies, slower but correct
                 self.pin = False
-                buf = torch.empty(nbytes, dtype=torch.uint8)
+                buf = bound.empty(nbytes, dtype=torch.uint8)
         else:
-            buf = torch.empty(nbytes, dtype=torch.uint8)
+            buf = bound.empty(nbytes, dtype=torch.uint8)
         self.held.append((nbytes, buf))
         return buf
 
@@ -233,14 +240,15 @@ class RawReader:
                         continue
                     buf = self._buffer(d["nbytes"])
                     f.seek(start + d["offset"])
-                    view = memoryview(buf.numpy())
+                    view = memoryview(bound.numpy(buf))
                     got = 0
                     while got < d["nbytes"]:
                         n = f.readinto(view[got:])
                         if not n:
                             raise ValueError(f"{path.name}: truncated")
                         got += n
-                    t = buf.view(getattr(torch, d["dtype"])).view(d["shape"])
-                    st.append(t.to(self.device, non_blocking=True) if self.device != "cpu" else t)
+                    # `bound`: before `go`, in the candidate's process, no method it added to a class runs
+                    t = bound.view(bound.view(buf, _RAW_DTYPES[d["dtype"]]), d["shape"])
+                    st.append(bound.to(t, self.device, non_blocking=True) if self.device != "cpu" else t)
                 sets.append(st)
         return sets

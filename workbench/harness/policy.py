@@ -33,7 +33,10 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import io
 import string
+import sys
+import tokenize
 from collections.abc import Iterable
 
 # Modules a candidate may import. Submodules of these are not implied.
@@ -145,6 +148,8 @@ argmin amax amin scatter_add index_select masked_fill clamp tanh sigmoid einsum 
 prod var std norm argsort searchsorted bucketize
 """.split())
 _TENSOR_METHODS_BANNED: dict[str, str] = {"numpy": "forbidden_torch_op", "tolist": "forbidden_torch_op",
+                                          "apply_": "forbidden_torch_op", "map_": "forbidden_torch_op",
+                                          "map2_": "forbidden_torch_op",
                                           "register_hook": "monkeypatch", "untyped_storage": "forbidden_introspection",
                                           "storage": "forbidden_introspection"}
 # Keyword arguments through which Triton calls candidate code on the host.
@@ -179,6 +184,26 @@ def _tl_names() -> dict[str, frozenset[str]]:
 
 _TL_SUBMODULES = {"triton.language": {"math", "extra"}, "triton.language.extra": {"libdevice", "cuda"},
                   "triton.language.extra.cuda": {"libdevice"}}
+
+
+@functools.lru_cache(maxsize=512)
+def _is_module_name(package: str, name: str) -> bool:
+    """Whether `package.name` is (or may be) a module: a standard-library module's name (`torch.sys`,
+    `torch.os`, `torch.builtins` are the modules themselves), or a submodule in the package's directory.
+    Decided without importing the package (the client checks in milliseconds)."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return True
+    import importlib.util
+    import os
+
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return False
+    for where in (found.submodule_search_locations or []) if found else []:
+        if os.path.isdir(os.path.join(where, name)) or os.path.isfile(os.path.join(where, name + ".py")):
+            return True
+    return False
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -236,6 +261,7 @@ class _Checker(ast.NodeVisitor):
         self.violations: list[str] = []
         self.modules: dict[str, str] = {}   # local name -> the module it stands for
         self.objects: dict[str, str] = {}   # local name -> the dotted object imported under it
+        self.aliases: dict[str, str] = {}   # local name -> the imported class assigned to it (`T = torch.Tensor`)
         self.bound = _bound_names(tree)
         self.func_stack: list[str] = []
         self.jit_depth = 0                  # inside a Triton kernel body
@@ -260,7 +286,7 @@ class _Checker(ast.NodeVisitor):
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
-        base = self.modules.get(head) or self.objects.get(head)
+        base = self.modules.get(head) or self.objects.get(head) or self.aliases.get(head)
         if base is None:
             return None
         return f"{base}.{rest}" if rest else base
@@ -434,11 +460,25 @@ class _Checker(ast.NodeVisitor):
             if not (attr == "format" and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
                     and _format_fields_plain(node.value.value)):
                 self.flag("forbidden_introspection", f".{attr} with attribute or computed fields")
-        elif attr in _TENSOR_METHODS_BANNED and not (attr in ("numpy", "tolist") and self.numpy_ok):
-            self.flag(_TENSOR_METHODS_BANNED[attr], f".{attr}")
+        else:
+            self._check_attr_name(attr, f".{attr}")
         full = self.resolve(node)
         if full is not None:
             self._check_path(full, node)
+        self.generic_visit(node)
+
+    def _check_attr_name(self, attr: str, what: str) -> None:
+        """An attribute read by name, however it is spelled (`.x`, `getattr(o, "x")`, `case C(x=...)`)."""
+        if attr in _TENSOR_METHODS_BANNED and not (attr in ("numpy", "tolist") and self.numpy_ok):
+            self.flag(_TENSOR_METHODS_BANNED[attr], what)
+        elif not (self.func_stack and self.func_stack[-1] == "__init__") and not self.jit_depth \
+                and attr in _TENSOR_COMPUTE_METHODS and what.startswith("getattr"):
+            self.flag(f"forbidden_torch_op:{attr}", what)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # A class pattern reads attributes by name (`case torch.Tensor(numpy=f)`) or through the class's
+        # `__match_args__`: neither is a kernel's business.
+        self.flag("forbidden_introspection", "match class pattern")
         self.generic_visit(node)
 
     def _check_path(self, full: str, node: ast.AST) -> None:
@@ -500,8 +540,11 @@ class _Checker(ast.NodeVisitor):
             if not in_init and third not in _NN_FORWARD_OK and not third[:1].isupper():
                 self.flag("forbidden_introspection", full)
             return
-        if in_init and len(parts) == 2 and not second.startswith("_"):
+        if in_init and len(parts) == 2 and not second.startswith("_") and not _is_module_name("torch", second):
             return  # parameters are built as the reference builds them
+        if _is_module_name("torch", second):  # `torch.sys`, `torch.os`: a module is never a value
+            self.flag("forbidden_introspection", f"module {full}")
+            return
         self.flag(f"forbidden_torch_op:{second}", full)
 
     def _check_triton(self, parts: list[str], full: str) -> None:
@@ -547,7 +590,8 @@ class _Checker(ast.NodeVisitor):
             root = target
             while isinstance(root, (ast.Attribute, ast.Subscript)):
                 root = root.value
-            if isinstance(root, ast.Name) and (root.id in self.modules or root.id in self.objects):
+            if isinstance(root, ast.Name) and (root.id in self.modules or root.id in self.objects
+                                               or root.id in self.aliases):
                 what = self.resolve(target.value if isinstance(target, ast.Subscript) else target) or root.id
                 self.flag("monkeypatch", what)
         if isinstance(target, ast.Name) and (target.id in self.modules or target.id in self.objects
@@ -560,6 +604,24 @@ class _Checker(ast.NodeVisitor):
         for t in node.targets:
             if not (none and isinstance(t, ast.Name) and (t.id in self.modules or t.id in self.objects)):
                 self._check_target(t)
+        self._alias(node.targets, node.value)
+        self.generic_visit(node)
+
+    def _alias(self, targets: list[ast.expr], value: ast.expr | None) -> None:
+        """`T = torch.Tensor` makes `T` stand for `torch.Tensor`: what is refused through the path
+        (`T.detach = f`, `T.sum(x)`) is refused through the alias."""
+        full = self.resolve(value) if value is not None else None
+        if full is None:
+            return
+        if not full.rsplit(".", 1)[-1][:1].isupper():  # classes carry methods to patch; a dtype does not
+            return
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id not in self.modules and t.id not in self.objects:
+                self.aliases[t.id] = full
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._check_target(node.target)
+        self._alias([node.target], node.value)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -568,6 +630,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_target(node.target)
+        self._alias([node.target], node.value)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
@@ -599,6 +662,8 @@ class _Checker(ast.NodeVisitor):
                 target = self.resolve(node.args[0]) if node.args else None
                 if target is not None:  # `getattr(torch, "mm")` is `torch.mm`
                     self._check_path(f"{target}.{name}", node)
+                # `getattr(x, "numpy")` is `x.numpy`: the attribute's own rules, whatever `x` is
+                self._check_attr_name(name, f"getattr(..., {name!r})")
         if isinstance(func, ast.Name) and func.id == "hasattr" and "hasattr" not in self.bound:
             name_arg = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str)
@@ -625,17 +690,85 @@ class _Checker(ast.NodeVisitor):
         return isinstance(func.value, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set))
 
 
-def check_source(source: str, allowed_imports: Iterable[str] = ()) -> list[str]:
-    """Violations of the static policy in a candidate's source; empty when it is clean.
+# How deep a candidate's syntax tree may nest: the checker walks it without recursion, and a tree this
+# deep is no kernel (a 1,500-term sum nests 1,500 deep; Python's own compiler gives up near 1,000 levels).
+MAX_DEPTH = 200
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def source_problem(source: str | bytes) -> str | None:
+    """Why a candidate's text cannot be checked as the text Python will run, or None.
+
+    The policy must see exactly what the importer runs. The importer decodes a file by its coding cookie
+    (PEP 263: `# -*- coding: utf-7 -*-` hides code from a check of the text decoded any other way), so
+    the harness writes every candidate as UTF-8 and refuses any other cookie, any byte that is not
+    UTF-8, a lone surrogate (which no encoding writes), NUL bytes and a text over 1 MB. It is decided by
+    the importer's own rule (`tokenize.detect_encoding`, the function `importlib` uses) on the bytes
+    the harness will write, never raises, and runs whether the static policy is on or off."""
+    try:
+        if isinstance(source, str):
+            try:
+                data = source.encode("utf-8")  # a lone surrogate (or surrogateescape'd bytes) fails here
+            except UnicodeEncodeError as exc:
+                return f"not valid UTF-8 (position {exc.start})"
+        else:
+            data = bytes(source)
+        if len(data) > MAX_SOURCE_BYTES:
+            return f"{len(data)} bytes, over the {MAX_SOURCE_BYTES}-byte limit"
+        if b"\0" in data:
+            return "a NUL byte"
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding not in ("utf-8", "utf-8-sig"):
+            return f"a coding cookie ({encoding}): candidates are UTF-8 without one"
+        data.decode(encoding)
+    except (SyntaxError, UnicodeError, ValueError, LookupError) as exc:
+        return f"not valid UTF-8 ({type(exc).__name__}: {str(exc)[:80]})"
+    return None
+
+
+def decode_source(data: bytes) -> str:
+    """A candidate file's bytes as text that never raises: UTF-8, invalid bytes kept as surrogates
+    (`surrogateescape`), which `source_problem` then refuses with one line."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def _too_deep(tree: ast.AST, limit: int = MAX_DEPTH) -> bool:
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
+
+
+def check_source(source: str | bytes, allowed_imports: Iterable[str] = ()) -> list[str]:
+    """Violations of the static policy in a candidate's source; empty when it is clean. Never raises:
+    a text it cannot check is one violation (`malformed_source`), never an exception in the caller.
 
     `allowed_imports` extends the import allow-list with trusted packages (a spec's `ALLOWED_IMPORTS`,
     e.g. the case studies' own helpers). A source that does not parse is not a policy matter: the
     harness reports it as a compile error when it imports it.
     """
+    problem = source_problem(source)
+    if problem is not None:
+        return [f"malformed_source:{problem} [policy]"]
+    text = source.decode("utf-8-sig") if isinstance(source, bytes) else source
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return []
+        if _too_deep(tree):
+            return [f"malformed_source:nesting deeper than {MAX_DEPTH} levels [policy]"]
+        return _check_tree(tree, allowed_imports)
+    except (RecursionError, MemoryError) as exc:
+        return [f"malformed_source:{type(exc).__name__} while checking [policy]"]
+    except Exception as exc:  # noqa: BLE001 - a checker bug must reject, never crash the caller or pass
+        return [f"malformed_source:the checker failed ({type(exc).__name__}: {str(exc)[:80]}) [policy]"]
+
+
+def _check_tree(tree: ast.Module, allowed_imports: Iterable[str]) -> list[str]:
     checker = _Checker(tree, allowed_imports)
     # Attribute chains first mark their head names, so a module heading a chain is no bare value.
     for node in ast.walk(tree):

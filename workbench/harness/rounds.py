@@ -34,7 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError
+from workbench.harness import bound
+from workbench.harness.channel import Channel, ChildGone, Link, ProtocolError, channel_recv, channel_send
+from workbench.harness.graph_audit import kernel_names as _kernel_names
 from workbench.harness.timing import quantile
 
 JUDGED_PER_ROUND = 2
@@ -130,6 +132,7 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
           ahead: Callable[[int, int], Callable[[], None]] | None = None,
           device_stage: Callable[[int, int], dict[str, Any]] | None = None, device_slots_n: int = 0,
           judge_total: int | None = None, samples: Callable[[int, list[int]], list[int]] | None = None,
+          audit: Callable[[list[str] | None], list[str] | None] | None = None,
           ) -> tuple[dict[str, Any], list[tuple[int, int]], list[str]]:
     """Run the sizing rounds and `plan.rounds` timed rounds against `link`.
 
@@ -206,10 +209,17 @@ def drive(link: Link, plan: RoundPlan, deadline: float, stage: Callable[[int, in
         phases["save_s"] += t_end - tv
     summary_extra: dict[str, Any] = {}
     if device_stage is not None and device_slots_n > 0 and per_rep:
-        dev, dev_saved = drive_device(link, deadline, device_stage, device_slots_n, statistics.median(per_rep),
-                                      null_s, plan.target_s, judge=judge, rng=rng, budget=budget, samples=samples)
-        summary_extra["device"] = dev
+        dev, dev_saved, dev_viol = drive_device(
+            link, deadline, device_stage, device_slots_n, statistics.median(per_rep), null_s, plan.target_s,
+            judge=judge, rng=rng, budget=budget, samples=samples, set_bytes=plan.set_bytes,
+            idle_check=idle_check, audit=audit)
+        if dev is not None and dev.get("unaudited"):
+            summary_extra["device"] = None
+            summary_extra["device_unavailable"] = "the captured graph could not be audited"
+        else:
+            summary_extra["device"] = dev
         saved.extend(dev_saved)
+        violations.extend(v for v in dev_viol if v not in violations)
     if idle_check is not None:  # information only: the child's own protocol cost (never used in a time)
         summary_extra["own_null_round_us"] = null_round(link, deadline, n=3) * 1e6
     link.send({"end": True})
@@ -226,29 +236,47 @@ DEVICE_ROUNDS = 5
 L2_BYTES = 50 * 2**20     # the H200's L2: enough slots that a round's inputs do not stay in it
 
 
+MAX_DEVICE_SLOTS = 1024
+
+
 def device_slots(set_bytes: int, budget_bytes: int) -> int:
-    """Slots (input sets) a device round cycles through: enough to exceed L2 twice, 4 to 64, in budget."""
-    want = math.ceil(2 * L2_BYTES / max(1, set_bytes))
-    return int(max(1, min(64, max(4, want), budget_bytes // max(1, set_bytes))))
+    """The most slots (input sets) a device round may cycle through: the memory budget's, at most
+    `MAX_DEVICE_SLOTS`; `drive_device` uses as many as a round's target length asks for."""
+    return int(max(1, min(MAX_DEVICE_SLOTS, budget_bytes // max(1, set_bytes))))
 
 
-def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[str, Any]], slots: int,
+def slots_for(set_bytes: int, max_slots: int, per_call_s: float, target_s: float) -> int:
+    """Slots one device round replays once each: enough to last `target_s` and to exceed L2 twice (at
+    least 4), within `max_slots`. One replay per round, every slot refilled with a fresh set before it:
+    no timed call sees inputs it saw before (a replay of unchanged inputs could skip its work)."""
+    want = max(4, math.ceil(2 * L2_BYTES / max(1, set_bytes)), math.ceil(target_s / max(per_call_s, 1e-9)))
+    return int(max(1, min(max_slots, want)))
+
+
+def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[str, Any]], max_slots: int,
                  per_call_s: float, null_s: float, target_s: float, judge: bool = True,
                  rng: random.Random | None = None, budget: JudgeBudget | None = None,
-                 samples: Callable[[int, list[int]], list[int]] | None = None,
-                 ) -> tuple[dict[str, Any] | None, list[tuple[int, int]]]:
+                 samples: Callable[[int, list[int]], list[int]] | None = None, set_bytes: int = 0,
+                 idle_check: Callable[[], bool | None] | None = None,
+                 audit: Callable[[list[str] | None], list[str] | None] | None = None,
+                 ) -> tuple[dict[str, Any] | None, list[tuple[int, int]], list[str]]:
     """Device time by CUDA-graph replay (`_Graph`): capture `slots` calls on inputs made from their own
-    seeds, then `DEVICE_ROUNDS` rounds of fresh sets copied into the slots and the graph replayed
-    `passes` times between `go` and `done`. Returns None (and no saves) when the forward cannot be
-    captured: the record then says so and the fitness uses the wall time per call."""
+    seeds, then `DEVICE_ROUNDS` rounds of fresh sets copied into the slots (outside the clock) and the graph
+    replayed once between `go` and `done`. `audit(kernel names)` (the server's) returns the violations of
+    the captured graph, or None when it cannot be audited: then, as when the forward cannot be captured,
+    no device time (None, no saves) and the fitness uses the wall time per call. Returns the stats, the
+    saves and the violations (the graph's, `reported_done_early`)."""
     rng = rng or random.SystemRandom()
     budget = budget or JudgeBudget(None, DEVICE_ROUNDS)
+    slots = slots_for(set_bytes, max_slots, per_call_s, target_s)
     cap = stage(DEVICE_ROUND_BASE - 1, slots)
     link.send({"capture": slots, **{k: v for k, v in cap.items() if k != "stage"}})
     got = _recv(link, deadline, "captured")
     if got["captured"] != slots:
-        return None, []
-    passes = int(max(1, min(1000, math.ceil(target_s / max(per_call_s * slots, 1e-9)))))
+        return None, [], []
+    violations = audit(got.get("kernels")) if audit is not None else []
+    if violations is None:
+        return {"unaudited": True}, [], []
     per_call: list[float] = []
     saved: list[tuple[int, int]] = []
     for j in range(DEVICE_ROUNDS):
@@ -256,21 +284,23 @@ def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[s
         link.send({**stage(k, slots), "device": True})
         _recv(link, deadline, "staged")
         t0 = time.perf_counter()
-        link.send({"go": k, "record": False, "passes": passes})
+        link.send({"go": k, "record": False, "passes": 1})
         msg = _recv(link, deadline, "done")
         t1 = time.perf_counter()
         if msg["done"] != k:
             raise ProtocolError(f"done for round {msg['done']} during device round {k}")
-        per_call.append(max(t1 - t0 - null_s, 1e-9) / (slots * passes))
+        if idle_check is not None and idle_check() is False and "reported_done_early" not in violations:
+            violations.append("reported_done_early")
+        per_call.append(max(t1 - t0 - null_s, 1e-9) / slots)
         which = sorted(rng.sample(range(slots), budget.take(min(JUDGED_PER_ROUND, slots), rng))) if judge else []
         link.send(_save_order(k, which, samples))
         done = _recv(link, deadline, "saved")
         if done["saved"] != k:
             raise ProtocolError(f"saved for round {done['saved']} during device round {k}")
         saved.extend((k, i) for i in which)
-    stats = summarize(per_call, DEVICE_ROUNDS * slots * passes)
-    stats.update({"slots": slots, "passes": passes})
-    return stats, saved
+    stats = summarize(per_call, DEVICE_ROUNDS * slots)
+    stats.update({"slots": slots, "passes": 1})
+    return stats, saved, violations
 
 
 def _save_order(k: int, which: list[int], samples: Callable[[int, list[int]], list[int]] | None) -> dict[str, Any]:
@@ -291,6 +321,10 @@ class _Failure(Exception):
 RoundFailure = _Failure
 
 
+def _instantiate(graph: Any) -> None:
+    graph.instantiate()
+
+
 class _Graph:
     """Device-time rounds: G forward calls on G input slots captured into one CUDA graph. Capture runs the
     forward's host code once, on inputs no timed round uses; each device round then copies its fresh sets
@@ -309,7 +343,12 @@ class _Graph:
                     call(st)
             torch.cuda.current_stream().wait_stream(side)
             sync()
-            self.graph = torch.cuda.CUDAGraph()
+            try:  # kept, so the driver can list its nodes for the audit before it is instantiated
+                self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+                kept = True
+            except TypeError:  # an older torch: no audit, hence no device clock (`kernels` None)
+                self.graph = torch.cuda.CUDAGraph()
+                kept = False
             backup = _generator_backup()
             try:
                 with torch.cuda.graph(self.graph):
@@ -321,14 +360,18 @@ class _Graph:
                 _generator_restore(backup)
                 raise
         sync()
+        # The nodes the replays will run, read from the driver before instantiation (`graph_audit`): the
+        # server refuses any kernel that is not the candidate's Triton or an allowed copy or fill.
+        self.kernels = _kernel_names(self.graph) if kept else None
+        if kept:
+            _instantiate(self.graph)
 
     def fill(self, sets: list[list[Any]]) -> None:
-        import torch
 
         for slot, new in zip(self.slots, sets):
             for a, b in zip(slot, new):
-                if isinstance(a, torch.Tensor):
-                    a.copy_(b)
+                if isinstance(a, bound.Tensor):
+                    bound.copy_(a, b)
 
 
 def _generator_backup() -> Any:
@@ -357,25 +400,28 @@ def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[
     """The child's side of the rounds, until the server sends `end`. Returns the recorders of recorded rounds."""
     import contextlib
 
-    import torch
 
     recs: list[Any] = []
     graph: _Graph | None = None
+    # Everything below that runs outside `go`..`done` (loading before it, saving after it) calls functions
+    # bound before any candidate code existed (`bound`, `channel_recv`): nothing a candidate put on a class
+    # or a module runs there. Only the forward (`call`), between `go` and `done`, is the candidate's.
+    recv, send, replay, no_grad = channel_recv, channel_send, bound.replay, bound.no_grad
     while True:
-        msg = chan.recv()
+        msg = recv(chan)
         if "end" in msg:
             return recs
         if "capture" in msg:
             try:
                 graph = _Graph(call, load(msg), sync)
-                chan.send({"captured": len(graph.slots)})
+                send(chan, {"captured": len(graph.slots), "kernels": graph.kernels})
             except Exception:  # noqa: BLE001 - a forward that cannot be captured is timed by wall clock
                 graph = None
                 try:
-                    torch.cuda.synchronize()
+                    bound.synchronize("cuda")
                 except Exception:  # noqa: BLE001 - what the failed capture left is not the verdict's concern
                     pass
-                chan.send({"captured": 0})
+                send(chan, {"captured": 0, "kernels": []})
             continue
         k = msg["stage"]
         device_round = bool(msg.get("device")) and graph is not None
@@ -385,31 +431,31 @@ def serve(chan: Channel, call: Callable[[list[Any]], Any], load: Callable[[dict[
             del sets
         warm()  # staging left the device idle: bring its clocks up before the clock starts
         sync()
-        chan.send({"staged": k})
-        go = chan.recv()
+        send(chan, {"staged": k})
+        go = recv(chan)
         if go.get("go") != k:
             raise ProtocolError(f"expected go {k}")
         if device_round:
-            for _ in range(int(go.get("passes", 1))):
-                graph.graph.replay()
+            # one replay on the fresh sets `fill` just copied in: every timed call sees new inputs
+            replay(graph.graph)
             sync()
             outs: list[Any] = list(graph.outs)
         else:
             outs = [None] * len(sets)
             rec = recorder_factory() if go.get("record") else contextlib.nullcontext()
-            with torch.no_grad(), rec:
+            with no_grad(), rec:
                 for i, inputs in enumerate(sets):
                     outs[i] = call(inputs)
                 sync()
             if go.get("record"):
                 recs.append(rec)
-        chan.send({"done": k})
-        order = chan.recv()
+        send(chan, {"done": k})
+        order = recv(chan)
         save(k, list(order.get("which", [])), outs, order.get("samples"))
         del outs
         if not device_round:
             del sets
-        chan.send({"saved": k})
+        send(chan, {"saved": k})
 
 
 __all__ = ["ChildGone", "RoundFailure", "RoundPlan", "drive", "serve", "summarize"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.harness import graph_audit as _graph_audit
 from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
 from workbench.harness import policy as _policy
@@ -54,6 +55,9 @@ _SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "32768"))
 # is used (with one: of outputs, `outbox.judged_outputs`): at least 3.
 _JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
 _OUTBOX = os.environ.get("WB_OUTBOX", "on") != "off"  # off: every judged output through a file of its own
+# CPU time the candidate's main thread may spend between this server holding `done` and its waiting for
+# the next command (a send and a read: tens of microseconds); more is work after `done`.
+AFTER_DONE_CPU_MS = float(os.environ.get("WB_AFTER_DONE_CPU_MS", "3"))
 
 
 class _Stager:
@@ -146,7 +150,11 @@ class Server:
         self.device = device
         self.baselines: dict[str, dict[str, float]] = {}
         self.null_s: dict[str, float] = {}  # the protocol's own cost per round, measured in the reference
-        self.secret = secrets.randbits(40)  # drawn again for every job: input seeds no candidate sees
+        # Drawn again for every job from the OS CSPRNG: the key of every timed input's seed (256 bits), and
+        # the trial plan's base seed, drawn apart from it (the candidate sees trial and model seeds: they
+        # tell nothing of the key).
+        self.secret = secrets.token_bytes(32)
+        self.plan_seed = 2_000_000 + secrets.randbits(61)
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
         os.chmod(self.root, 0o711)  # others may traverse into a stage they were given, not list
@@ -348,7 +356,7 @@ class Server:
         """Seeds of round k's r repetitions (kind 1: the candidate's rounds, 2: the baseline's): a keyed
         hash of the job's secret, so one seed the candidate process holds tells nothing of the next."""
         return [int.from_bytes(hashlib.blake2b(f"{kind}:{k}:{i}".encode(), digest_size=8,
-                                               key=self.secret.to_bytes(8, "little")).digest(), "little") >> 2
+                                               key=self.secret).digest(), "little") >> 2
                 for i in range(r)]
 
     # -- one job --------------------------------------------------------------------------------
@@ -358,7 +366,13 @@ class Server:
         timeout = float(job.get("timeout_s", 300.0))
         res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
                                "trials": int(job.get("trials", 3)), "isolation": None}
-        self.secret = secrets.randbits(40)  # fresh seeds: nothing one job saw helps the next
+        self.secret = secrets.token_bytes(32)  # fresh seeds: nothing one job saw helps the next
+        self.plan_seed = 2_000_000 + secrets.randbits(61)  # trial and model seeds (the plan adds offsets)
+        problem = _policy.source_problem(job.get("candidate_source", ""))
+        if problem is not None:  # before any process is taken: nothing to leave behind
+            res["violations"] = [f"malformed_source:{problem}"]
+            return self._done(res, "rejected", f"static policy: malformed_source: {problem}", t0)
+        source = job["candidate_source"].encode("utf-8")  # exactly the bytes the policy checked
         job_dir = Path(tempfile.mkdtemp(prefix=f"job{self._jobs}-", dir=self.root))
         nonce = secrets.token_hex(8)
         ref_sp, cand_sp = self._take("reference"), self._take("candidate")
@@ -366,7 +380,7 @@ class Server:
         stage.mkdir(mode=0o755)
         sandbox.mkdir(mode=0o700, exist_ok=True)
         os.chmod(job_dir, 0o711)
-        (sandbox / "candidate.py").write_text(job["candidate_source"])
+        (sandbox / "candidate.py").write_bytes(source)
         if self.isolate:
             self.uid_lease = _sandbox.UidLease()  # fresh per job: its own keyrings, nothing of the last
         for fd in (ref_sp.job_w, ref_sp.result_r, cand_sp.job_w, cand_sp.result_r, ref_sp.sock, cand_sp.sock):
@@ -431,14 +445,26 @@ class Server:
         return pid
 
     def _idle(self, pid: int) -> bool | None:
-        """After `done`: the candidate must already be waiting on its command pipe (fd of the channel)."""
+        """After `done`: the candidate's main thread must go straight to waiting on its command pipe. No
+        grace period: from the moment this server holds `done`, the thread may spend at most
+        `AFTER_DONE_CPU_MS` of CPU time (its own clock, `schedstat`, so a loaded host does not count) before
+        it is blocked in read(); work done after `done` is `reported_done_early`. None where /proc says
+        nothing (a kernel without the files)."""
+        cpu0 = _thread_cpu_ns(pid)
         deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
+        while True:
             state = _blocked_in_read(pid)
-            if state is not False:
-                return state
-            time.sleep(0.0005)
-        return False
+            if state is None:
+                return None
+            if state:
+                break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        cpu1 = _thread_cpu_ns(pid)
+        if cpu0 is None or cpu1 is None:
+            return True
+        return cpu1 - cpu0 <= AFTER_DONE_CPU_MS * 1e6
 
     def _kill_and_status(self, cand: Link) -> str:
         if cand.pid <= 0:
@@ -465,7 +491,9 @@ class Server:
             except OSError:
                 own[ns] = None
         seen["own_namespaces"] = own
-        missing = list((claimed or {}).get("missing", []))
+        # what it claims is information: only a list of short strings is kept, whatever it sent
+        said = claimed.get("missing") if isinstance(claimed, dict) else None
+        missing = [str(x)[:200] for x in said[:32]] if isinstance(said, list) else []
         missing += [f"no {ns} namespace" for ns, ok in own.items() if ok is False]
         if not self.isolate:
             missing.append("not isolated: the server is not root or WB_SANDBOX=off")
@@ -513,7 +541,7 @@ class _JobRun:
         srv, job, res = self.server, self.job, self.res
         self.ref.send({"device": srv.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
                        "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
-                       "seed": srv.secret % 1_000_000_007,
+                       "seed": srv.plan_seed,
                        # judged outputs come back through a file this trusted process makes and holds open
                        "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if _OUTBOX else None})
         msg = self.ref.recv(self.deadline_ref, expect="prepared")
@@ -634,17 +662,20 @@ class _JobRun:
                 self.dev_fd = -1
         try:
             cand.send(cand_job)
+            # Each message only in its phase: `isolated` once, first; `timing` once, for the timed shape,
+            # after it; then `finished`. Anything else, a second `isolated` included, is a forged report.
+            msg = cand.recv(deadline, expect="isolated")
+            if msg.get("kind") == "finished":
+                return msg
+            res["isolation"] = srv._verify_isolation(cand.watch_pid, msg["isolated"])
             while True:
-                msg = cand.recv(deadline)
-                if "isolated" in msg:
-                    res["isolation"] = srv._verify_isolation(cand.watch_pid, msg["isolated"])
-                elif "timing" in msg and self.timed is not None and msg["timing"] == self.timed \
-                        and "timing" not in res:
-                    self._timed_rounds(stager, deadline, judge_total)
-                elif msg.get("finished"):
+                msg = cand.recv(deadline, expect="timing" if self.timed is not None and "timing" not in res
+                                else "finished")
+                if msg.get("kind") == "finished":
                     return msg
-                else:
-                    raise ProtocolError(f"unexpected report {sorted(msg)[:6]}")
+                if msg["timing"] != self.timed:
+                    raise ProtocolError(f"timing for shape {msg['timing']}, the timed shape is {self.timed}")
+                self._timed_rounds(stager, deadline, judge_total)
         except ChildGone as gone:
             status = srv._kill_and_status(cand)
             if gone.why == "timeout":
@@ -676,7 +707,7 @@ class _JobRun:
             # without a mount namespace and a uid of its own the candidate could read `pending`: no staging ahead
             ahead=stager.ahead if srv.isolate and not self.devgen else None,
             device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
-            samples=lambda k, which: [self._sample_seed(k, i) for i in which])
+            samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
         res["timings_s"]["timing"] = time.perf_counter() - t2
         for name, v in stats.pop("phases_s", {}).items():
             res["timings_s"]["rounds_" + name] = v
@@ -684,6 +715,23 @@ class _JobRun:
         stats["inputs"] = "made on the device" if self.devgen else "staged"
         res["timing"] = stats
         res["violations"].extend(pviol)
+
+    def _audit_graph(self, names: list[str] | None) -> list[str] | None:
+        """The captured graph's kernels against the Triton kernels the candidate's source (and a spec's
+        trusted packages) define: `graph_audit`. None: no audit possible, so no device clock."""
+        if names is None:
+            return None
+        allowed = _graph_audit.triton_kernels_in(self.job["candidate_source"])
+        for mod in self.prep.get("allowed_imports", []):
+            allowed |= _trusted_kernels(str(mod))
+        found, unknown = _graph_audit.audit(names, allowed)
+        if found:
+            log.warning("captured graph holds kernels that are not the candidate's Triton: %s", found[:4])
+            return found
+        if unknown:  # neither allowed nor a known library's: no device clock, the wall clock decides
+            log.warning("captured graph holds kernels the audit does not know: %s", unknown[:4])
+            return None
+        return found
 
     def accept(self, report: dict[str, Any]) -> None:
         """Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the trusted
@@ -703,9 +751,15 @@ class _JobRun:
         t3 = time.perf_counter()
         timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i], self._sample_seed(k, i)) for k, i in self.saved]
         self.ref.send({"judge": {"sandbox": str(self.sandbox), "timed": timed_pairs}})
-        vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
+        try:
+            vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
+        except (ProtocolError, ChildGone) as exc:  # the judge died on what the candidate left
+            raise _End("incorrect", f"the judge could not read the candidate's outputs ({exc})") from exc
         if "failure" in vmsg:
-            raise _End("bad_spec", "the spec's Model failed: " + vmsg["reference_error"])
+            # The reference ran the same Model on the same inputs in `prepare` and the baseline: what breaks
+            # it now is what the candidate left behind, so it is the candidate's failure, never `bad_spec`.
+            raise _End("incorrect", "the judge failed on the candidate's outputs: "
+                       + str(vmsg.get("reference_error", ""))[:2000])
         verdict = vmsg["verdict"]
         self.res["timings_s"]["judge"] = time.perf_counter() - t3
         self.res["judged"] = verdict.get("read")
@@ -715,10 +769,33 @@ class _JobRun:
             raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
 
 
+def _trusted_kernels(module: str) -> set[str]:
+    """Triton kernels defined in a trusted package's source (a spec's `ALLOWED_IMPORTS`), read as text."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module)
+        if found is None or not found.origin or not found.origin.endswith(".py"):
+            return set()
+        with open(found.origin, encoding="utf-8") as f:
+            return _graph_audit.triton_kernels_in(f.read())
+    except (ImportError, ValueError, OSError):
+        return set()
+
+
 def _input_cache_bytes() -> int:
     from workbench.harness.input_cache import InputCache
 
     return InputCache(writable=False).max_bytes if InputCache(writable=False).dir is not None else 0
+
+
+def _thread_cpu_ns(pid: int) -> int | None:
+    """CPU time the process's main thread has run, in ns (`/proc/<pid>/task/<pid>/schedstat`)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _blocked_in_read(pid: int) -> bool | None:

@@ -1,0 +1,279 @@
+"""The third red team's classes, one hostile test each, written from the class rather than one spelling.
+
+- the policy sees what Python runs, never raises, and bounds its own recursion;
+- protocol messages only in their phase; the judge reads only trusted buffers, and whatever breaks it is
+  the candidate's failure, never `bad_spec` or `infra_error`;
+- seeds from the OS CSPRNG, nothing derivable from what the candidate can read.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.harness import Harness, policy
+from workbench.jobs import EvalJob
+from workbench.result import Status
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+SPEC = ROOT / "examples" / "vector_add" / "spec.py"
+HONEST = (ROOT / "examples" / "vector_add" / "candidate.py").read_text()
+CASES = HERE / "construction"
+
+
+# -- the policy sees exactly the bytes the importer runs -----------------------------------------------------
+def _hidden_by(cookie: str, payload: str) -> bytes:
+    """An honest candidate with `payload` hidden in a comment that the cookie's codec turns into code."""
+    return (f"# -*- coding: {cookie} -*-\n" + HONEST + "\n# " + payload + "\n").encode("ascii")
+
+
+@pytest.mark.parametrize("source", [
+    _hidden_by("utf-7", "+AAo-import ctypes"),  # utf-7: '+AAo-' is a newline to the importer, text to a reader
+    _hidden_by("latin-1", "x"),                  # any cookie other than UTF-8: refused, whatever it hides
+    HONEST.encode() + b"\n# caf\xe9\n",           # latin-1 bytes without a cookie: not UTF-8
+    b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + HONEST.encode(),  # a BOM and a contradicting cookie
+    HONEST.encode() + b"\n# a NUL \0 byte\n",
+], ids=["utf7_cookie", "latin1_cookie", "latin1_bytes", "bom_and_cookie", "nul_byte"])
+def test_the_policy_refuses_any_text_the_importer_would_read_otherwise(source: bytes) -> None:
+    found = policy.check_source(source)
+    assert len(found) == 1 and found[0].startswith("malformed_source:"), found
+    # the client's own reading of such a file never raises, and refuses it too
+    assert policy.source_problem(policy.decode_source(source)) is not None
+
+
+def test_a_utf8_candidate_with_a_utf8_cookie_or_bom_still_passes_the_policy() -> None:
+    assert policy.check_source(("# -*- coding: utf-8 -*-\n# héllo\n" + HONEST).encode()) == []
+    assert policy.check_source(b"\xef\xbb\xbf" + HONEST.encode()) == []
+
+
+@pytest.mark.parametrize("depth", [1500, 20000])
+def test_deep_expressions_are_one_rejection_not_a_recursion_error(depth: int) -> None:
+    src = HONEST + "\nTOTAL = " + " + ".join(["1"] * depth) + "\n"
+    found = policy.check_source(src)
+    assert len(found) == 1 and found[0].startswith("malformed_source:"), found[:3]
+    nested = HONEST + "\nX = " + "[" * 90 + "]" * 90 + "\n"  # deep but legal nesting: not the checker's problem
+    assert not any(f.startswith("malformed_source") for f in policy.check_source(nested))
+
+
+def _children() -> set[int]:
+    out = set()
+    for tid in os.listdir(f"/proc/{os.getpid()}/task"):
+        try:
+            out.update(int(p) for p in Path(f"/proc/{os.getpid()}/task/{tid}/children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])
+@pytest.mark.parametrize("case", ["sum1500", "latin1_file", "lone_surrogate", "utf7"])
+def test_the_client_never_raises_and_leaves_no_process(tmp_path: Path, case: str, policy_on: bool) -> None:
+    before = _children()
+    h = Harness(device="cpu")
+    try:
+        if case == "sum1500":
+            cand: str | Path = HONEST + "\nS = " + " + ".join(["1"] * 1500) + "\n"
+        elif case == "latin1_file":
+            cand = tmp_path / "cand.py"
+            cand.write_bytes(HONEST.encode() + b"\n# na\xefve\n")
+        elif case == "utf7":
+            cand = tmp_path / "cand.py"
+            cand.write_bytes(_hidden_by("utf-7", "+AAo-import ctypes"))
+        else:
+            cand = HONEST + "\n# \ud800\n"
+        res = h.evaluate(SPEC, cand, trials=1, policy=policy_on)
+        if case == "sum1500" and not policy_on:
+            # without the policy the importer itself meets it: the candidate's failure, reported
+            assert res.status in (Status.COMPILE_ERROR, Status.REJECTED, Status.PASSED), res.error
+        else:
+            assert res.status == Status.REJECTED, (res.status, res.error)
+            assert res.error.startswith("static policy: malformed_source") and "\n" not in res.error, res.error
+            assert not h.started  # refused in the caller: no server, no process
+        assert res.to_json()
+    finally:
+        h.close()
+    assert _children() <= before
+
+
+def test_the_server_refuses_what_the_client_let_through_and_leaves_no_process(harness_env) -> None:
+    """The server's own check (a caller that skips the client's) takes no spare and leaves nothing."""
+    with harness_env() as h:
+        h.start()
+        job = EvalJob(spec_path=str(SPEC), candidate_source=HONEST + "\n# \udcff\n", trials=1, timeout_s=60,
+                      overrides={}, shapes=None, device="cpu", policy=False, timing=None)
+        h.precheck = lambda job: None  # type: ignore[method-assign]  # a client that does not look
+        res = h.evaluate_job(job)
+        assert res.status == Status.REJECTED and "malformed_source" in res.error, (res.status, res.error)
+        ok = h.evaluate(SPEC, SPEC.parent / "candidate.py", trials=1)
+        assert ok.status == Status.PASSED, ok.error
+
+
+# -- protocol phases and the judge ----------------------------------------------------------------------------
+@pytest.fixture
+def harness_env(monkeypatch: pytest.MonkeyPatch):
+    def make(**env: str) -> Harness:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        return Harness(device="cpu")
+    return make
+
+
+def test_a_message_out_of_its_phase_is_the_candidates_failure(harness_env) -> None:
+    with harness_env(WB_GUARDS="off") as h:
+        res = h.evaluate(SPEC, CASES / "second_isolated.py", trials=1, policy=False)
+    assert res.status == Status.REJECTED and "forged_report" in res.violations, (res.status, res.error)
+
+
+@pytest.mark.parametrize("outbox", ["on", "off"])
+def test_files_planted_for_the_judge_change_nothing_or_fail_the_candidate(harness_env, outbox: str) -> None:
+    with harness_env(WB_GUARDS="off", WB_OUTBOX=outbox) as h:
+        res = h.evaluate(SPEC, CASES / "plants_judge_files.py", trials=2, policy=False)
+    if outbox == "on":  # the judge reads the outbox only: the planted files are never opened
+        assert res.status == Status.PASSED, (res.status, res.error)
+        assert res.details["judged"]["files"] == 0
+    else:  # the flat file is parsed without trusting it: the candidate's failure, never the spec's
+        assert res.status == Status.INCORRECT, (res.status, res.error)
+        assert "unreadable output" in res.error or "output refused" in res.error, res.error
+
+
+def test_the_output_file_parser_refuses_what_it_does_not_expect() -> None:
+    import torch
+
+    from workbench.harness import outfile
+
+    good = Path(os.environ.get("TMPDIR", "/tmp")) / f"wb-outfile-{os.getpid()}"
+    try:
+        outfile.write(good, [torch.arange(6, dtype=torch.float32).reshape(2, 3), 3, None])
+        data = good.read_bytes()
+    finally:
+        good.unlink(missing_ok=True)
+    got = outfile.parse(data)
+    assert torch.equal(got[0], torch.arange(6, dtype=torch.float32).reshape(2, 3)) and got[1:] == [3, None]
+    head = outfile.MAGIC + (10).to_bytes(8, "little")
+    for bad in [b"PK\x03\x04" + data, data[:-4], head + b"[" * 10, outfile.MAGIC + (1 << 40).to_bytes(8, "little"),
+                data.replace(b'"float32"', b'"object" ')]:
+        with pytest.raises(outfile.OutputFileError):
+            outfile.parse(bad)
+
+
+# -- seeds ---------------------------------------------------------------------------------------------------
+def test_input_seeds_come_from_a_256_bit_key_drawn_apart_from_every_seed_the_candidate_sees(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import secrets as _secrets
+    import shutil
+
+    from workbench.harness import server
+
+    monkeypatch.setenv("WB_SANDBOX", "off")
+    monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
+    drawn: list[tuple[str, int]] = []
+    real_bytes, real_bits = _secrets.token_bytes, _secrets.randbits
+    monkeypatch.setattr(server.secrets, "token_bytes", lambda n: drawn.append(("bytes", n)) or real_bytes(n))
+    monkeypatch.setattr(server.secrets, "randbits", lambda n: drawn.append(("bits", n)) or real_bits(n))
+    srv = server.Server("cpu")
+    try:
+        keys = set()
+        for _ in range(3):
+            drawn.clear()
+            srv.run_job({"candidate_source": "\udcff", "trials": 1})  # refused early, after the draws
+            assert ("bytes", 32) in drawn and any(k == "bits" and n >= 60 for k, n in drawn), drawn
+            key = srv.secret
+            assert isinstance(key, bytes) and len(key) >= 16
+            # the plan's seed (trial and model seeds, which the candidate sees) is its own draw
+            assert srv.plan_seed.to_bytes(8, "little") not in key
+            seeds = srv._seeds(1, 0, 4)
+            assert len(set(seeds)) == 4 and all(0 <= s < 2**62 for s in seeds)
+            assert seeds[0] == int.from_bytes(hashlib.blake2b(b"1:0:0", digest_size=8, key=key).digest(),
+                                              "little") >> 2
+            keys.add(key)
+        assert len(keys) == 3
+    finally:
+        shutil.rmtree(srv.root, ignore_errors=True)
+
+
+def test_the_candidate_cannot_read_an_input_seed_back_from_torch() -> None:
+    import torch
+
+    from workbench.harness.child import _InputMaker
+
+    gen = _InputMaker({"device": "cpu", "spec_path": str(SPEC), "shapes": [{"over": {}}]})
+    gen.shape(0)
+    made = gen.make(123456789)
+    assert torch.initial_seed() != 123456789
+    torch.manual_seed(123456789)
+    again = list(gen.spec.module.get_inputs())
+    assert all(torch.equal(a, b) for a, b in zip(made, again))  # the same inputs, made from the seed
+
+
+# -- no grace period after `done` -------------------------------------------------------------------------------
+_AFTER_DONE = """
+import os, sys, time
+cmd, rep, work = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+os.read(cmd, 1)                      # `go`
+os.write(rep, b"d")                  # `done`
+t0 = time.process_time()
+while time.process_time() - t0 < work:
+    pass                             # work after `done`: the grace period an attacker would use
+os.read(cmd, 1)                      # then wait for the next command, as an honest process does at once
+"""
+
+
+@pytest.mark.parametrize("work_s", [0.0, 0.1], ids=["honest", "works_after_done"])
+def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trusted side's check after `done`, on a process that works after saying it (a CPU round's or a
+    device round's candidate alike): any work beyond a send and a read is seen, however short."""
+    import shutil
+    import subprocess
+    import sys
+
+    from workbench.harness import server
+
+    monkeypatch.setenv("WB_SANDBOX", "off")
+    monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
+    srv = server.Server("cpu")
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", _AFTER_DONE, str(cmd_r), str(rep_w), str(work_s)],
+                            pass_fds=(cmd_r, rep_w))
+    try:
+        os.write(cmd_w, b"g")
+        assert os.read(rep_r, 1) == b"d"
+        quiet = srv._idle(proc.pid)
+        if quiet is None:
+            pytest.skip("/proc/<pid>/syscall is not readable here")
+        assert quiet is (work_s == 0.0), (work_s, quiet)
+    finally:
+        os.write(cmd_w, b"x")
+        proc.wait(timeout=30)
+        for fd in (cmd_r, cmd_w, rep_r, rep_w):
+            os.close(fd)
+        shutil.rmtree(srv.root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])
+def test_no_candidate_code_runs_in_the_save_after_done(harness_env, policy_on: bool) -> None:
+    with harness_env() as h:
+        res = h.evaluate(SPEC, CASES / "works_in_the_save.py", trials=2, policy=policy_on, timeout_s=120)
+    assert res.status != Status.PASSED and res.fitness == 0.0, (res.status, res.fitness, res.error)
+    if not policy_on:
+        assert res.status in (Status.REJECTED, Status.INCORRECT), (res.status, res.error)
+
+
+# -- the captured graph's audit (the rules; the driver's side runs on the GPU: test_construction_gpu.py) ------
+def test_the_graph_audit_allows_only_the_candidates_triton_and_glue() -> None:
+    from workbench.harness.graph_audit import audit, triton_kernels_in
+
+    src = HONEST + "\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef second_kernel(x):\n    pass\n"
+    names = triton_kernels_in(src)
+    assert "second_kernel" in names and "ModelNew" not in names
+    copy = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+    gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off"
+    assert audit(sorted(names) + [copy, "second_kernel_0d1d2de"], names) == ([], [])
+    reduce = "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_9func_wrapper_tIfZNS0_11sum_functorE"
+    found, unknown = audit([gemm, reduce, "<graph node of type 3>", "second_kernel", "mystery"], names)
+    assert found == [f"forbidden_graph_kernel:{gemm[:160]}", f"forbidden_graph_kernel:{reduce[:160]}",
+                     "forbidden_graph_kernel:<graph node of type 3>"]
+    assert unknown == ["mystery"]
