@@ -277,3 +277,42 @@ def test_the_graph_audit_allows_only_the_candidates_triton_and_glue() -> None:
     assert found == [f"forbidden_graph_kernel:{gemm[:160]}", f"forbidden_graph_kernel:{reduce[:160]}",
                      "forbidden_graph_kernel:<graph node of type 3>"]
     assert unknown == ["mystery"]
+
+
+# -- an environment and a filesystem allowed, not filtered ----------------------------------------------------
+def test_only_allowed_names_reach_the_server_or_the_candidate() -> None:
+    from workbench.harness.environ import candidate_environ, server_environ
+
+    host = {"PATH": "/usr/bin", "MYSQL_PWD": "x", "DATABASE_URL": "postgres://u:p@h/db", "PIP_INDEX_URL": "https://u:p@i",
+            "AWS_SESSION": "y", "TRITON_INTERPRET": "1", "WB_SPARES": "1", "WB_TEST_API_KEY": "sk", "PYTHONPATH": "/r"}
+    server = server_environ(host)
+    assert set(server) == {"PATH", "TRITON_INTERPRET", "WB_SPARES", "PYTHONPATH"}
+    cand = candidate_environ(server, "/tmp/wb-sandbox")
+    assert "PYTHONPATH" not in cand and cand["HOME"] == "/tmp/wb-sandbox" and cand["TRITON_INTERPRET"] == "1"
+
+
+ROOT_ONLY = os.geteuid() == 0
+
+
+@pytest.mark.skipif(not ROOT_ONLY, reason="namespaces, mounts and uids need root")
+def test_host_secrets_and_files_do_not_reach_the_candidate(harness_env, monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = "wb-canary-" + os.urandom(6).hex()
+    for name in ("MYSQL_PWD", "DATABASE_URL", "PIP_INDEX_URL", "SOME_CONFIG"):
+        monkeypatch.setenv(name, f"{canary}-{name}")
+    # a world-readable .env beside the code, outside every path the candidate needs
+    hostfile = ROOT / f".wb-canary-{os.getpid()}.env"
+    hostfile.write_text(f"API={canary}-file\n")
+    os.chmod(hostfile, 0o644)
+    try:
+        with harness_env(WB_GUARDS="off", WB_TEST_HOSTFILE=str(hostfile), WB_TEST_FILL_MB="1024") as h:
+            res = h.evaluate(SPEC, CASES / "reads_host.py", trials=1, policy=False)
+    finally:
+        hostfile.unlink()
+    assert res.status == Status.PASSED, (res.status, res.error)
+    assert canary not in res.to_json(), res.stdout_tail
+    lines = {ln.split(" ", 1)[0]: ln for ln in res.stdout_tail.splitlines() if " " in ln}
+    assert "HOSTFILE" in lines and "FileNotFoundError" in lines["HOSTFILE"], lines.get("HOSTFILE")
+    assert res.isolation["claimed"]["masked"], res.isolation
+    # its writable space is a small bounded tmpfs, not the host's memory: 1 GB does not fit
+    fill = lines.get("FILL", "")
+    assert "stopped at" in fill and int(fill.split("stopped at ")[1].split(" ")[0]) <= 300, fill

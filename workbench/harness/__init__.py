@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.env import cuda_visible, stripped_environ
+from workbench.env import cuda_visible
 from workbench.harness import policy
+from workbench.harness.environ import server_environ
 from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 from workbench.worker import WarmWorker, WorkerLost
@@ -41,7 +42,7 @@ class Harness:
         none made again after the job."""
         self.device = resolve_device(device)
         self.one_shot = one_shot
-        env = stripped_environ()  # secrets never reach the server, hence never a candidate
+        env = server_environ()  # an allow-list: nothing else reaches the server, hence never a candidate
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""

@@ -76,14 +76,12 @@ def isolate(sandbox: Path, device: str, mem_limit_gb: float) -> None:
         os.close(f)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
-    from workbench.env import is_secret_name
+    from workbench.harness.environ import candidate_environ
 
-    for k in [k for k in os.environ if is_secret_name(k)]:
-        del os.environ[k]
-    os.environ["HOME"] = str(sandbox)
-    os.environ["TMPDIR"] = str(sandbox / "tmp")
-    os.environ["TRITON_CACHE_DIR"] = str(sandbox / "triton-cache")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(sandbox / "inductor-cache")
+    # allowed, not filtered: every name outside the allow-list is gone (`environ`)
+    env = candidate_environ(dict(os.environ), str(sandbox))
+    os.environ.clear()
+    os.environ.update(env)
     (sandbox / "tmp").mkdir(exist_ok=True)
     import tempfile
 
@@ -243,7 +241,7 @@ class _CandidateRun:
         self.gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
         _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
         if iso is not None:
-            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job["uid"])
+            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job["uid"], job.get("allowed_imports", ()))
             if "mount" in iso.namespaces:
                 self.sandbox, self.stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
         isolate(self.sandbox, self.device, job.get("mem_limit_gb", 8.0))

@@ -75,6 +75,7 @@ class Isolation:
     fresh_keyring: bool = False
     closed_fds: int = 0
     code_under_tmp: list[str] = field(default_factory=list)  # bound back read-only over the private /tmp
+    masked: list[str] = field(default_factory=list)  # host directories hidden under an empty tmpfs
     missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -82,7 +83,7 @@ class Isolation:
                 "private_proc": self.private_proc, "private_tmp": self.private_tmp,
                 "no_new_privs": self.no_new_privs, "fresh_keyring": self.fresh_keyring,
                 "closed_fds": self.closed_fds, "code_under_tmp": list(self.code_under_tmp),
-                "missing": list(self.missing)}
+                "masked": list(self.masked), "missing": list(self.missing)}
 
 
 def _err(what: str) -> str:
@@ -180,7 +181,96 @@ def _interpreter_paths() -> list[str]:
     return [sys.prefix, sys.exec_prefix, sys.base_prefix, repo, *sys.path]
 
 
-def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: int) -> None:
+# Top-level directories the candidate sees whole (read-only): the system's programs, libraries and
+# configuration, devices (the GPU's nodes), its own /proc, sysfs (the CUDA driver reads it), and the temp
+# dirs, which get private tmpfs below. Every other top-level directory (/home, /root, /work, /srv, /opt,
+# /var, /mnt...) is an empty tmpfs with only the interpreter's and the harness's code bound back into it.
+_HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "sys",
+                           "tmp"})
+
+
+def code_paths(extra_modules: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """What the candidate's process needs to go on importing: the interpreter's prefixes (the standard
+    library, the venv's site-packages with torch and Triton) whole, and from any other `sys.path` entry
+    (a repository root, where a `.env` may sit beside the code) only its Python packages (directories
+    with an `__init__.py`), its modules and whatever was already imported from it: no dotfile, no data.
+    Real paths, outermost first, none inside another."""
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix) if p}
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var) and os.path.isdir(os.environ[var]):
+            prefixes.add(os.path.realpath(os.environ[var]))
+    wanted = set(prefixes)
+    entries = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
+    inside = {e for e in entries if any(e == q or e.startswith(q + os.sep) for q in prefixes)}
+    wanted |= inside
+    outside = entries - inside
+    for e in outside:  # a project's packages and modules (a spec's trusted package imports its siblings)
+        try:
+            names = os.listdir(e)
+        except OSError:
+            continue
+        for name in names:
+            full = os.path.join(e, name)
+            if name.startswith(".") or os.path.islink(full):
+                continue
+            if (name.endswith(".py") and os.path.isfile(full)) or os.path.isfile(os.path.join(full, "__init__.py")):
+                wanted.add(full)
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if not f:
+            continue
+        f = os.path.realpath(f)
+        for e in outside:
+            if f.startswith(e + os.sep):
+                top = f[len(e) + 1:].split(os.sep)[0]
+                wanted.add(os.path.join(e, top))
+    # a spec's trusted packages (`ALLOWED_IMPORTS`), which the candidate imports once confined
+    import importlib.util
+
+    for name in extra_modules:
+        try:
+            found = importlib.util.find_spec(str(name).split(".")[0])
+        except (ImportError, ValueError):
+            continue
+        if found is None:
+            continue
+        for loc in list(found.submodule_search_locations or []) or ([found.origin] if found.origin else []):
+            if loc and os.path.exists(loc):
+                wanted.add(os.path.realpath(loc))
+    out: list[str] = []
+    for p in sorted(wanted, key=lambda q: (len(q), q)):
+        if os.path.exists(p) and not any(p == r or p.startswith(r + os.sep) for r in out):
+            out.append(p)
+    return out
+
+
+def _mask_host(iso: Isolation, held: list[tuple[str, int]]) -> None:
+    """Hide every top-level directory outside `_HOST_VISIBLE` under an empty read-only tmpfs, binding back
+    the code paths in `held` (opened before: the masks hide their paths) read-only."""
+    for entry in sorted(os.listdir("/")):
+        top = "/" + entry
+        if entry in _HOST_VISIBLE or os.path.islink(top) or not os.path.isdir(top):
+            continue
+        if not _mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"):
+            iso.missing.append(_err(f"mask {top}"))
+            continue
+        iso.masked.append(top)
+        for path, fd in held:
+            if not path.startswith(top + os.sep):
+                continue
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "a").close()  # noqa: SIM115 - a mount point for one file
+            if not (_mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+                    and _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)):
+                iso.missing.append(_err(f"bind code {path}"))
+        _mount(None, top, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+
+
+def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: int,
+                       modules: list[str] | tuple[str, ...] = ()) -> None:
     """Read-only view of everything, empty private temp dirs, the sandbox writable, the stage read-only."""
     if "mount" not in iso.namespaces:
         iso.missing.append("read-only view: no mount namespace")
@@ -190,7 +280,12 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
     # Code under /tmp (a clone there, its venv) stays importable: the candidate's lazy imports (torch's
     # submodules, the harness's own) would fail in the empty tmpfs. Bound back read-only, nothing else.
     roots = [(r, os.open(r, os.O_PATH | os.O_DIRECTORY)) for r in code_roots(_interpreter_paths())]
+    code = [(p, os.open(p, os.O_PATH)) for p in code_paths(modules)
+            if not p.startswith(tuple(m + os.sep for m in _CODE_MASKED))]
     _readonly_everything(iso)
+    _mask_host(iso, code)
+    for _, fd in code:
+        os.close(fd)
     private = True
     for d in ("/tmp", "/var/tmp", "/run/lock", "/dev/shm"):
         if os.path.isdir(d) and not _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m"):
@@ -314,6 +409,13 @@ def private_mounts() -> bool:
     """The server's own mount namespace: the tmpfs it mounts for jobs are invisible to the host and go
     with it when it exits."""
     return _libc.unshare(CLONE_NEWNS) == 0 and _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def resize_box(path: Path, size_mb: int, inodes: int = 4096) -> bool:
+    """Set the sandbox tmpfs's bound for this job (the candidate's mount namespace shares its superblock):
+    the outbox's bytes, which the reference laid out, plus the candidate's own writable space."""
+    return _mount(None, str(path), None, MS_REMOUNT | MS_NOSUID | MS_NODEV,
+                  f"mode=0700,size={max(1, int(size_mb))}m,nr_inodes={int(inodes)}")
 
 
 def mount_box(path: Path, size_mb: int, inodes: int = 4096) -> bool:

@@ -50,7 +50,9 @@ _DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "4096"))
 MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
 # Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
 # A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
-_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "32768"))
+# The candidate's own writable space (its stdout, temp files, Triton's cache): host memory, so it is taken
+# from its memory limit. The outbox's bytes, laid out by the reference, come on top (`_JobRun.candidate`).
+_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "256"))
 # The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size) when no outbox
 # is used (with one: of outputs, `outbox.judged_outputs`): at least 3.
 _JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
@@ -634,16 +636,28 @@ class _JobRun:
         # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
         allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
             2 * prep["set_bytes"] * (plan.r_max + 2)
-        if cand.rss_limit:
-            cand.rss_limit += allowance
+        if cand.rss_limit:  # resident memory plus its writable tmpfs stay within the limit
+            cand.rss_limit += allowance - _SANDBOX_MB * 2**20
+        # The sandbox's bound for this job: the outbox the reference laid out, as much again for outputs of
+        # another layout (data-dependent sizes go to files), or without an outbox the judged outputs' files
+        # (their inputs' bytes as a proxy), plus the candidate's own writable space.
+        if box:
+            judged_mb = 2 * int((box.get("layout") or {}).get("total", 0)) / 2**20
+        else:
+            judged_mb = (len(prep["shapes"]) * int(self.job.get("trials", 3)) + judge_total) * prep["set_bytes"] / 2**20
+        size_mb = int(judged_mb + _SANDBOX_MB + 1)
+        if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
+            log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
         deadline = time.monotonic() + self.timeout
         cand_job = {"device": srv.device, "sandbox": str(self.sandbox), "stage": str(self.stage),
                     "uid": srv.uid_lease.uid if srv.uid_lease else os.getuid(), "spec_path": self.job["spec_path"],
                     "shapes": prep["shapes"], "timed": self.timed, "sig": prep["sig"],
                     "allowed_ops": prep["allowed_ops"], "devgen": self.devgen,
+                    "allowed_imports": list(prep.get("allowed_imports", [])),
                     "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
                     "outbox": box,
-                    "mem_limit_gb": MEM_LIMIT_GB + allowance / 2**30}
+                    # its writable tmpfs is host memory too: taken from what it may allocate
+                    "mem_limit_gb": max(0.5, MEM_LIMIT_GB - _SANDBOX_MB / 1024) + allowance / 2**30}
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
