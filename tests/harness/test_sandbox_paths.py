@@ -1,4 +1,5 @@
-"""Code that lives under /tmp (a clone and its venv there) stays importable inside the sandbox."""
+"""Code that lives under /tmp (a clone and its venv there) stays importable inside the sandbox, and only the
+code: a repository root under /tmp is never bound back whole (a `.env` beside the code stays hidden)."""
 from __future__ import annotations
 
 import os
@@ -8,30 +9,29 @@ from pathlib import Path
 
 import pytest
 
-from workbench.harness.sandbox import code_roots
+from workbench.harness.sandbox import under_masked_tmp
 
 
-def test_code_roots_are_the_outermost_dirs_under_a_private_temp_dir(tmp_path):
-    base = Path("/tmp") / f"wb-roots-{os.getpid()}"
-    (base / "venv" / "lib" / "site-packages").mkdir(parents=True, exist_ok=True)
-    (base / "repo").mkdir(exist_ok=True)
-    try:
-        paths = [str(base / "venv"), str(base / "venv" / "lib" / "site-packages"), str(base / "repo"),
-                 "/usr/lib", "/tmp", "", str(base / "missing")]
-        assert code_roots(paths) == [str(base / "repo"), str(base / "venv")]  # outermost first, then by name
-        assert code_roots(["/tmp", "/var/tmp", "/usr"]) == []  # never a whole temp dir
-        assert code_roots([str(base / "repo")], masked=("/var/tmp",)) == []
-    finally:
-        subprocess.run(["rm", "-rf", str(base)], check=False)
+def test_only_code_under_a_private_temp_dir_is_bound_back_over_it():
+    paths = ["/usr/lib/python3", "/tmp/x/venv", "/tmp/x/repo/workbench", "/tmp/x/repo/conftest.py",
+             "/var/tmp/y/pkg", "/dev/shm/z/pkg", "/work/repo/workbench"]
+    assert under_masked_tmp(paths) == ["/tmp/x/venv", "/tmp/x/repo/workbench", "/tmp/x/repo/conftest.py",
+                                       "/var/tmp/y/pkg"]
+    assert under_masked_tmp(["/tmp", "/var/tmp", "/tmpfoo/pkg"]) == []  # never a temp dir itself
+    assert under_masked_tmp(["/tmp/x/pkg"], masked=("/var/tmp",)) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
-def test_a_module_under_tmp_imports_lazily_inside_the_sandbox():
+def test_a_module_under_tmp_imports_lazily_inside_the_sandbox_and_nothing_beside_it_shows():
     """The candidate's process imports lazily after the sandbox is built (torch's submodules): with a package
-    on sys.path under /tmp, an import after `confine_filesystem` must still find it."""
+    and a module on sys.path under /tmp, an import after `confine_filesystem` must still find them; a `.env`
+    and a data file beside them (the root of a clone under /tmp) must not be there."""
     base = Path("/tmp") / f"wb-lazy-{os.getpid()}"
     (base / "lazy_pkg_wb").mkdir(parents=True, exist_ok=True)
     (base / "lazy_pkg_wb" / "__init__.py").write_text("VALUE = 42\n")
+    (base / "lazy_mod_wb.py").write_text("VALUE = 7\n")
+    (base / ".env").write_text("API=wb-canary\n")
+    (base / "data.txt").write_text("host data\n")
     sandbox = Path("/dev/shm") / f"wb-lazy-sb-{os.getpid()}"
     sandbox.mkdir(exist_ok=True)
     script = f"""
@@ -45,9 +45,17 @@ pid = os.fork()
 if pid == 0:
     sb.after_pid_fork(iso)
     sb.confine_filesystem(iso, Path({str(sandbox)!r}), None, 0)
-    import lazy_pkg_wb
-    ok = lazy_pkg_wb.VALUE == 42 and {str(base)!r} in iso.code_under_tmp and not os.path.exists("/tmp/wb-lazy-probe")
-    os._exit(0 if ok else 3)
+    import lazy_pkg_wb, lazy_mod_wb
+    base = {str(base)!r}
+    checks = {{
+        "pkg": lazy_pkg_wb.VALUE == 42, "mod": lazy_mod_wb.VALUE == 7,
+        "bound": base + "/lazy_pkg_wb" in iso.code_under_tmp and base not in iso.code_under_tmp,
+        "env hidden": not os.path.exists(base + "/.env"), "data hidden": not os.path.exists(base + "/data.txt"),
+        "probe hidden": not os.path.exists("/tmp/wb-lazy-probe"),
+    }}
+    bad = [k for k, v in checks.items() if not v]
+    print("FAILED", bad, iso.code_under_tmp, iso.missing, file=sys.stderr) if bad else None
+    os._exit(3 if bad else 0)
 _, status = os.waitpid(pid, 0)
 sys.exit(os.waitstatus_to_exitcode(status))
 """

@@ -163,22 +163,11 @@ def _readonly_everything(iso: Isolation) -> None:
 _CODE_MASKED = ("/tmp", "/var/tmp")
 
 
-def code_roots(paths: list[str], masked: tuple[str, ...] = _CODE_MASKED) -> list[str]:
-    """The directories among `paths` (the interpreter's prefixes, `sys.path`, the repository) that lie under
-    a temp dir the sandbox replaces, outermost first, none inside another, and never a temp dir itself."""
-    out: list[str] = []
-    for p in sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)}, key=lambda q: (len(q), q)):
-        if not any(p.startswith(m + os.sep) for m in masked):
-            continue
-        if any(p == r or p.startswith(r + os.sep) for r in out):
-            continue
-        out.append(p)
-    return out
-
-
-def _interpreter_paths() -> list[str]:
-    repo = str(Path(__file__).resolve().parents[2])  # workbench/harness/sandbox.py -> the repository
-    return [sys.prefix, sys.exec_prefix, sys.base_prefix, repo, *sys.path]
+def under_masked_tmp(paths: list[str], masked: tuple[str, ...] = _CODE_MASKED) -> list[str]:
+    """The entries of `paths` (from `code_paths`: the interpreter's prefixes whole, a repository's packages
+    and modules one by one) that lie under a temp dir the sandbox replaces with an empty tmpfs, so must be
+    bound back over it; never a temp dir itself."""
+    return [p for p in paths if any(p.startswith(m + os.sep) for m in masked)]
 
 
 # Top-level directories the candidate sees whole (read-only): the system's programs, libraries and
@@ -205,6 +194,8 @@ def code_paths(extra_modules: list[str] | tuple[str, ...] = ()) -> list[str]:
     wanted |= inside
     outside = entries - inside
     for e in outside:  # a project's packages and modules (a spec's trusted package imports its siblings)
+        if e == "/" or e in _CODE_MASKED:  # a shared temp dir on sys.path: what was imported from it, no more
+            continue
         try:
             names = os.listdir(e)
         except OSError:
@@ -244,6 +235,21 @@ def code_paths(extra_modules: list[str] | tuple[str, ...] = ()) -> list[str]:
     return out
 
 
+def _bind_back(iso: Isolation, path: str, fd: int) -> bool:
+    """Bind the file or directory held by `fd` (opened before a mask hid `path`) read-only at `path`, making
+    its mount point (a directory, or an empty file for a file) in the fresh tmpfs above it."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()  # noqa: SIM115 - a mount point for one file
+    if _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC) and \
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV):
+        return True
+    iso.missing.append(_err(f"bind code {path}"))
+    return False
+
+
 def _mask_host(iso: Isolation, held: list[tuple[str, int]]) -> None:
     """Hide every top-level directory outside `_HOST_VISIBLE` under an empty read-only tmpfs, binding back
     the code paths in `held` (opened before: the masks hide their paths) read-only."""
@@ -256,16 +262,8 @@ def _mask_host(iso: Isolation, held: list[tuple[str, int]]) -> None:
             continue
         iso.masked.append(top)
         for path, fd in held:
-            if not path.startswith(top + os.sep):
-                continue
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                open(path, "a").close()  # noqa: SIM115 - a mount point for one file
-            if not (_mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-                    and _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)):
-                iso.missing.append(_err(f"bind code {path}"))
+            if path.startswith(top + os.sep):
+                _bind_back(iso, path, fd)
         _mount(None, top, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
 
 
@@ -278,10 +276,13 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
     # Hold the sandbox and the stage by descriptor: the tmpfs mounts below may hide their paths.
     held = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (sandbox, stage) if p is not None]
     # Code under /tmp (a clone there, its venv) stays importable: the candidate's lazy imports (torch's
-    # submodules, the harness's own) would fail in the empty tmpfs. Bound back read-only, nothing else.
-    roots = [(r, os.open(r, os.O_PATH | os.O_DIRECTORY)) for r in code_roots(_interpreter_paths())]
-    code = [(p, os.open(p, os.O_PATH)) for p in code_paths(modules)
-            if not p.startswith(tuple(m + os.sep for m in _CODE_MASKED))]
+    # submodules, the harness's own) would fail in the empty tmpfs. The same paths as elsewhere are bound
+    # back read-only (a venv's prefix whole, a repository's packages and modules one by one), never the
+    # repository's root: a `.env` beside the code stays out of sight wherever the clone lives.
+    wanted = code_paths(modules)
+    tmp_code = under_masked_tmp(wanted)
+    roots = [(p, os.open(p, os.O_PATH)) for p in tmp_code]
+    code = [(p, os.open(p, os.O_PATH)) for p in wanted if p not in tmp_code]
     _readonly_everything(iso)
     _mask_host(iso, code)
     for _, fd in code:
@@ -292,13 +293,9 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
             private = False
             iso.missing.append(_err(f"tmpfs {d}"))
     iso.private_tmp = private
-    for root, fd in roots:
-        os.makedirs(root, exist_ok=True)  # inside the fresh tmpfs, owned by root
-        if _mount(f"/proc/self/fd/{fd}", root, None, MS_BIND | MS_REC) and \
-                _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV):
-            iso.code_under_tmp.append(root)
-        else:
-            iso.missing.append(_err(f"bind code under tmp {root}"))
+    for path, fd in roots:  # mount points inside the fresh tmpfs, owned by root
+        if _bind_back(iso, path, fd):
+            iso.code_under_tmp.append(path)
         os.close(fd)
     os.makedirs(SANDBOX_MOUNT, exist_ok=True)
     if not _mount(f"/proc/self/fd/{held[0]}", SANDBOX_MOUNT, None, MS_BIND) or \
