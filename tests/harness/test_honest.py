@@ -51,6 +51,10 @@ def test_wrong_tolerance_kernel_is_incorrect(harness: Harness, tmp_path: Path) -
     res = harness.evaluate(ROOT / "examples" / "vector_add" / "spec.py", bad, trials=1)
     assert res.status == Status.INCORRECT
     assert "elements differ" in res.error and "first at index" in res.error
+    # the fp64 referee beside the verdict: eager is exact here, the candidate 1e-3 off, so not as good
+    ref = res.details["referee"]
+    assert ref["eager_fp64_err"] < 1e-5 and ref["candidate_fp64_err"] == pytest.approx(1e-3, rel=0.01)
+    assert ref["as_good_as_eager"] is False
 
 
 def test_candidate_stdout_is_not_the_verdict(harness: Harness) -> None:

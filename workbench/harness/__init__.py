@@ -164,6 +164,8 @@ class Harness:
         res.details["timed_shape"] = plan.get("timed")
         if raw.get("judged"):  # where the judge read the outputs: outbox slots or files
             res.details["judged"] = raw["judged"]
+        if isinstance(raw.get("referee"), dict):  # a mismatch: eager's and its errors against fp64
+            res.details["referee"] = raw["referee"]
         if raw.get("outbox_device_error"):  # why the GPU's outbox was the file
             res.details["outbox_device_error"] = raw["outbox_device_error"]
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)

@@ -41,6 +41,7 @@ from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.guards import Guard
 from workbench.harness.input_cache import InputCache
 from workbench.harness.opcheck import OpRecorder
+from workbench.harness.referee import fp64_referee
 from workbench.spec import SpecError, load_spec, positional_signature
 
 _TB_LINES = 25
@@ -682,6 +683,7 @@ class _Reference:
                 host = self.trial_inputs(*host)
             with torch.no_grad():
                 ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
+            self._judging = (si, host)  # the fp64 referee's model and inputs, should this output mismatch
             try:
                 self._judge_one(out, read, where, fname, slot, sample, ref, sandbox)
             except Exception as exc:  # noqa: BLE001 - whatever the candidate left that breaks the judge fails it
@@ -706,9 +708,11 @@ class _Reference:
                 out["problems"].append(f"{where}: output refused ({exc})")
                 return
             expect = self.arena.expected(slot, ref, sample)
+            select = None
             if expect is not ref:
                 read["sampled"] += int(any(e[3] for e in self.arena.layout.slots[slot]))
-            self._compare(out, where, got, expect)
+                select = lambda full: self.arena.expected(slot, full, sample)  # noqa: E731 - same positions
+            self._compare(out, where, got, expect, select)
             read["outbox"] += 1
             return
         bound = sum(r.numel() * r.element_size() for r in ref if isinstance(r, torch.Tensor)) \
@@ -732,7 +736,8 @@ class _Reference:
         read["files"] += 1
         self._compare(out, where, [g.to(self.device) if isinstance(g, torch.Tensor) else g for g in got], ref)
 
-    def _compare(self, out: dict[str, Any], where: str, got: list[Any], ref: list[Any]) -> None:
+    def _compare(self, out: dict[str, Any], where: str, got: list[Any], ref: list[Any],
+                 select: Any = None) -> None:
         spec = self.spec
         cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32, exact=spec.exact)
         out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
@@ -740,6 +745,18 @@ class _Reference:
         if not cmp.ok:
             out["correct"] = False
             out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
+            if "referee" not in out and getattr(self, "_judging", None) is not None:
+                out["referee"] = self._referee(got, ref, select)
+
+    def _referee(self, got: list[Any], ref: list[Any], select: Any) -> dict[str, Any]:
+        """The first mismatch's fp64 referee (`referee.py`): is eager itself as far from the exact result?
+        Information beside the verdict, which stays incorrect; it never raises."""
+        si, host = self._judging
+        try:
+            inputs = list(_plan.to_device(host, self.device))
+        except Exception as exc:  # noqa: BLE001 - information only
+            return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+        return fp64_referee(self.model(si), inputs, got, ref, flatten_outputs, select)
 
 
 def _fits_slot(ref: list[Any], entries: Any) -> bool:

@@ -779,6 +779,8 @@ class _JobRun:
         self.res["judged"] = verdict.get("read")
         self.res["max_abs_err"] = verdict.get("max_abs_err")
         self.res["max_rel_err"] = verdict.get("max_rel_err")
+        if isinstance(verdict.get("referee"), dict):  # the reference's fp64 check of a mismatch: information
+            self.res["referee"] = verdict["referee"]
         if not verdict["correct"]:
             raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
 
