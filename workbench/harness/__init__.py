@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from platforms.clock import lock_path
 from workbench.env import cuda_visible
 from workbench.harness import policy
 from workbench.harness.environ import server_environ
@@ -50,6 +51,8 @@ class Harness:
             env.pop("TRITON_INTERPRET", None)
         if one_shot:
             env["WB_SPARES"] = "1"
+        # the one clock per GPU that every timed window holds (platforms/clock.py), wherever TMPDIR points
+        env.setdefault("WB_CLOCK_DIR", str(lock_path("cuda").parent))
         self._worker = WarmWorker("workbench.harness.server", (self.device,), env=env,
                                   startup_timeout_s=startup_timeout_s, name=f"harness server ({self.device})")
         self._platform: dict[str, Any] | None = None

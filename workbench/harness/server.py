@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from platforms.clock import device_clock
 from workbench.harness import graph_audit as _graph_audit
 from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
@@ -603,20 +604,23 @@ class _JobRun:
         key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), srv.device, self.graphs],
                          sort_keys=True)
         if key not in srv.baselines:
-            t1 = time.perf_counter()
-            self.ref.send({"baseline": True})
-            ready = self.ref.recv(self.deadline_ref, expect="baseline_ready")
-            if "failure" in ready:
-                raise _End("bad_spec", "the spec's Model failed: " + ready["reference_error"])
-            try:
-                null_s = _rounds.null_round(self.ref, self.deadline_ref)
-                seeds = self._seeds_of(2)
-                stats, _, _ = _rounds.drive(self.ref, self.plan, self.deadline_ref, seeds, null_s=null_s, judge=False,
-                                            record=False, device_stage=seeds if self.graphs else None,
-                                            device_slots_n=self.slots)
-            except _rounds.RoundFailure as e:
-                raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
-            res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+            with device_clock(srv.device) as waited:  # the GPU's timed windows never overlap (clock.py)
+                t1 = time.perf_counter()
+                self.ref.send({"baseline": True})
+                ready = self.ref.recv(self.deadline_ref, expect="baseline_ready")
+                if "failure" in ready:
+                    raise _End("bad_spec", "the spec's Model failed: " + ready["reference_error"])
+                try:
+                    null_s = _rounds.null_round(self.ref, self.deadline_ref)
+                    seeds = self._seeds_of(2)
+                    stats, _, _ = _rounds.drive(self.ref, self.plan, self.deadline_ref, seeds, null_s=null_s,
+                                                judge=False, record=False,
+                                                device_stage=seeds if self.graphs else None,
+                                                device_slots_n=self.slots)
+                except _rounds.RoundFailure as e:
+                    raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
+                res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+            res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
             stats.pop("phases_s", None)
             srv.baselines[key], srv.null_s[key] = stats, null_s
         res["baseline"] = srv.baselines[key]
@@ -713,16 +717,20 @@ class _JobRun:
 
     def _timed_rounds(self, stager: _Stager, deadline: float, judge_total: int) -> None:
         srv, res, cand = self.server, self.res, self.cand
-        t2 = time.perf_counter()
         seeds = self._seeds_of(1)
-        stats, self.saved, pviol = _rounds.drive(
-            cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
-            idle_check=lambda: srv._idle(cand.watch_pid),
-            # without a mount namespace and a uid of its own the candidate could read `pending`: no staging ahead
-            ahead=stager.ahead if srv.isolate and not self.devgen else None,
-            device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
-            samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
-        res["timings_s"]["timing"] = time.perf_counter() - t2
+        # Only the timed rounds hold the device's clock: the candidate's compile and correctness trials (and
+        # other jobs') overlap another evaluation's timing; the windows that give a time never do.
+        with device_clock(srv.device) as waited:
+            t2 = time.perf_counter()
+            stats, self.saved, pviol = _rounds.drive(
+                cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
+                idle_check=lambda: srv._idle(cand.watch_pid),
+                # without a mount namespace and a uid of its own the candidate could read `pending`: no staging
+                ahead=stager.ahead if srv.isolate and not self.devgen else None,
+                device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
+                samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
+            res["timings_s"]["timing"] = time.perf_counter() - t2
+        res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
         for name, v in stats.pop("phases_s", {}).items():
             res["timings_s"]["rounds_" + name] = v
         res["timings_s"]["rounds_reference_staging"] = stager.wait_s

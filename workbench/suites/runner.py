@@ -48,39 +48,6 @@ def resolve_run(run_dir: str | Path, run: str) -> Path:
     raise SuiteError(f"no suite run {run!r} (looked for {STORE_NAME} in {run} and {Path(run_dir) / run})")
 
 
-class ClockedEvaluator:
-    """An evaluator whose evaluations each hold the device's clock (`platforms.clock`): the suite's other
-    problems time their torch.compile baselines on the same GPU, never during a candidate's evaluation.
-    Holding it for the whole evaluation costs nothing with one harness worker (they are serial anyway); with
-    more, their evaluations serialize on the GPU while lowering and compile baselines' compiles overlap."""
-
-    def __init__(self, inner: Any, device: str) -> None:
-        from concurrent.futures import ThreadPoolExecutor as _Pool
-
-        self.inner, self.device = inner, device
-        self._pool = _Pool(max_workers=max(1, int(getattr(inner, "capacity", 1))), thread_name_prefix="clocked")
-
-    @property
-    def capacity(self) -> int:
-        return int(getattr(self.inner, "capacity", 1))
-
-    def _one(self, job: Any) -> Any:
-        from platforms.clock import device_clock
-
-        with device_clock(self.device):
-            return self.inner.submit(job).result()
-
-    def submit(self, job: Any) -> Any:
-        return self._pool.submit(self._one, job)
-
-    def __getattr__(self, name: str) -> Any:  # in_flight and the rest of the inner evaluator's interface
-        return getattr(self.inner, name)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self.inner.close()
-
-
 @dataclass
 class SuiteRun:
     """A finished (or stopped) suite run: its directory, its report, its store's rows."""
@@ -127,8 +94,6 @@ class SuiteRunner:
                 try:
                     self._evaluator = make_evaluator(self.cfg.search.evaluator, workers=self.cfg.search.workers,
                                                      device=self.cfg.search.device)
-                    if self.cfg.search.device == "cuda" and self.cfg.search.evaluator == "local":
-                        self._evaluator = ClockedEvaluator(self._evaluator, self.cfg.search.device)
                 except Exception as exc:  # e.g. Ray's node timing out at start: no problem can run, stop the run
                     self._evaluator_error = EvaluatorUnavailable(
                         f"the {self.cfg.search.evaluator} evaluator failed to start: {type(exc).__name__}: "
