@@ -8,6 +8,7 @@ reason; the run goes on. A SIGKILL loses only the problems in flight, which `--r
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import re
 import sys
@@ -386,6 +387,10 @@ def run_suite(cfg: SuiteConfig | None, problems: list[Problem] | None = None, *,
         store.add_problems([ProblemRow(problem_id=p.problem_id, seq=i, level=p.level, name=p.name,
                                        spec_path=p.spec_path) for i, p in enumerate(problems)])
     cfg.validate()
+    if cfg.search.device == "cuda":  # one lock folder for every process that times on this GPU (Ray's too)
+        from platforms.clock import lock_path
+
+        os.environ.setdefault("WB_CLOCK_DIR", str(lock_path("cuda").parent))
     store.set_meta("provenance", collect())  # again at the end; a killed run keeps this one
     runner = SuiteRunner(cfg, path, store, progress=progress)
     t0 = time.time()
