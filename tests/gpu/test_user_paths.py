@@ -87,6 +87,10 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
     correct = [p for p in report["problems"] if p["correct"]]
     assert len(correct) >= 7, [(p["problem_id"], p.get("diagnosis")) for p in report["problems"]]
     assert all(p.get("speedup_vs_compile") for p in correct), [(p["problem_id"], p.get("compile")) for p in correct]
+    # beside each time: its kernels (the audited graph's, per forward) and its share of the H200's ceilings
+    assert all(p.get("kernels") and (p.get("ceiling") or {}).get("share") for p in correct), \
+        [(p["problem_id"], p.get("kernels"), p.get("ceiling")) for p in correct]
+    assert report["levels"]["all"]["median_ceiling_share"] is not None
     # one readable line per problem in a log that is not a terminal, no progress-bar redraws
     lines = [ln for ln in proc.stderr.splitlines() if "suites.runner" in ln and "] level" in ln]
     assert len(lines) == 9 and "\r" not in proc.stderr, proc.stderr[-3000:]

@@ -61,7 +61,7 @@ def test_the_report_leads_with_the_referee_count_and_shows_shares(tmp_path):
     from workbench.suites.runner import STORE_NAME
     from workbench.suites.store import ProblemRow, SuiteStore
 
-    recs = {"1_A": _rec(pid="1_A", speedup=2.0, evaluations=3),
+    recs = {"1_A": _rec(pid="1_A", speedup=2.0, evaluations=3, kernels=3.0),
             "2_B": _rec(pid="2_B", correct=False, evaluations=3, verdict="incorrect", diagnosis="output mismatch",
                         referee={"eager_fp64_err": 3.0e-4, "candidate_fp64_err": 2.8e-4, "as_good_as_eager": True})}
     with SuiteStore(tmp_path / STORE_NAME) as store:
@@ -76,7 +76,7 @@ def test_the_report_leads_with_the_referee_count_and_shows_shares(tmp_path):
     assert report["levels"]["1"]["matches_fp64_as_eager"] == 1 and report["levels"]["all"]["refereed"] == 1
     assert report["problems"][0]["ceiling"]["share"] == pytest.approx(0.5)
     md = markdown(report)
-    assert "| 1_A | done | None | 2 | - | 1000.0 | - | 50% memory |" in md and "0.0003 / 0.00028" in md
+    assert "| 1_A | done | None | 2 | - | 1000.0 | - | 3 | 50% memory |" in md and "0.0003 / 0.00028" in md
     # the same run on the CPU: no ceiling meets an interpreter's times
     with SuiteStore(tmp_path / STORE_NAME) as store:
         store.set_meta("config", {"suite": "kernelbench", "search": {"device": "cpu"}})

@@ -188,8 +188,9 @@ class Harness:
             res.details["reps_per_round"] = cand.get("reps_per_round")
             res.details["own_null_round_us"] = cand.get("own_null_round_us")  # information, never in a time
             res.details["inputs"] = cand.get("inputs")
-            res.details["device"] = (cand.get("device") or {}) and {k: cand["device"][k] for k in
-                                                                   ("slots", "passes", "reps", "rounds")}
+            res.details["device"] = (cand.get("device") or {}) and {
+                k: cand["device"][k] for k in ("slots", "passes", "reps", "rounds", "kernels_per_call")
+                if k in cand["device"]}
             for k in ("rounds_planned", "stage_total_mb", "staged_mb"):  # a staging budget that cut rounds shows
                 if k in cand:
                     res.details[k] = cand[k]

@@ -300,6 +300,8 @@ def drive_device(link: Link, deadline: float, stage: Callable[[int, int], dict[s
         saved.extend((k, i) for i in which)
     stats = summarize(per_call, DEVICE_ROUNDS * slots)
     stats.update({"slots": slots, "passes": 1})
+    if got.get("kernels"):  # the audited graph's kernel nodes per forward (a report's "kernels launched")
+        stats["kernels_per_call"] = round(len(got["kernels"]) / slots, 2)
     return stats, saved, violations
 
 

@@ -16,8 +16,8 @@ log = logging.getLogger(__name__)
 SCHEMA = "workbench.suites.report/1"
 CSV_COLUMNS = ("problem_id", "level", "name", "status", "verdict", "correct", "fitness", "speedup",
                "runtime_us", "baseline_us", "compile_baseline_us", "speedup_vs_compile", "best_kernel",
-               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "ceiling_share", "bound",
-               "eager_fp64_err", "candidate_fp64_err", "matches_fp64_as_eager", "diagnosis")
+               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "kernels", "ceiling_share",
+               "bound", "eager_fp64_err", "candidate_fp64_err", "matches_fp64_as_eager", "diagnosis")
 
 
 def build_report(path: Path, store: SuiteStore) -> dict[str, Any]:
@@ -207,9 +207,9 @@ def markdown(report: dict[str, Any]) -> str:
                   + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])), ""]
     lines += _evidence_lines(report) + _family_lines(report)
     lines += ["![fast_p over p](fast_p.png)", "", "![speedups per level](speedups.png)", "",
-              "| problem | status | verdict | speedup | vs compile | runtime us | eager us | of ceiling | "
+              "| problem | status | verdict | speedup | vs compile | runtime us | eager us | kernels | of ceiling | "
               "fp64 err: eager / candidate | sizes | diagnosis |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["problems"]:
         sizes = (r.get("sizes") or {}).get("overrides") or {}
         diag = (r.get("diagnosis") or "").replace("|", "/").replace("\n", " ")[:120]
@@ -219,7 +219,8 @@ def markdown(report: dict[str, Any]) -> str:
                 if "eager_fp64_err" in referee else "-")
         lines.append(f"| {r['problem_id']} | {r['status']} | {r.get('verdict')} | {_fmt(r.get('speedup'))} | "
                      f"{_fmt(r.get('speedup_vs_compile'))} | "
-                     f"{_fmt(r.get('runtime_us'), '.1f')} | {_fmt(r.get('baseline_us'), '.1f')} | {share} | {fp64} | "
+                     f"{_fmt(r.get('runtime_us'), '.1f')} | {_fmt(r.get('baseline_us'), '.1f')} | "
+                     f"{_fmt(r.get('kernels'), 'g')} | {share} | {fp64} | "
                      f"{' '.join(f'{k}={v}' for k, v in sizes.items()) or '-'} | {diag} |")
     return "\n".join(lines) + "\n"
 

@@ -337,6 +337,8 @@ def _fill_from_result(record: dict[str, Any], res: Any) -> None:
     record["max_abs_err"] = res.max_abs_err
     # on a mismatch, eager's and the candidate's errors against the model in fp64 (harness/referee.py)
     record["referee"] = (res.details or {}).get("referee")
+    # kernels one forward launches, from the GPU's captured graph (None on the CPU)
+    record["kernels"] = ((res.details or {}).get("device") or {}).get("kernels_per_call")
     record["timings_s"] = {k: round(float(v), 4) for k, v in (res.timings_s or {}).items()
                            if isinstance(v, (int, float))}
 
