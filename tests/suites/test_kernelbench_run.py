@@ -88,6 +88,7 @@ def test_budget_runs_the_search_from_the_seed(tmp_path):
     assert p["correct"] and p["evaluations"] == 2 and p["search"]["stop"] == "budget_evals"
     assert p["sizes"]["overrides"]["batch_size"] * p["sizes"]["overrides"]["dim"] <= 4096
     assert (out.path / p["best_kernel"]).read_text().startswith("import torch")
+    assert set(p["schedule"]) == {"BLOCK"} and p["schedule"]["BLOCK"] in (256, 512, 1024, 2048)  # the chosen TUNABLES
     assert out.report["throughput"]["evaluations"] == 2 and out.report["throughput"]["candidates_per_hour"] > 0
 
 

@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 SCHEMA = "workbench.suites.report/1"
 CSV_COLUMNS = ("problem_id", "level", "name", "status", "verdict", "correct", "fitness", "speedup",
                "runtime_us", "baseline_us", "compile_baseline_us", "speedup_vs_compile", "best_kernel",
-               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "kernels", "ceiling_share",
+               "sizes_overrides", "input_shapes", "seed_mode", "evaluations", "wall_s", "kernels", "schedule",
+               "ceiling_share",
                "bound", "eager_fp64_err", "candidate_fp64_err", "matches_fp64_as_eager", "diagnosis")
 
 
@@ -142,7 +143,8 @@ def _csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                      "matches_fp64_as_eager": as_good_as_eager(r) if referee else None,
                      "sizes_overrides": json.dumps(sizes.get("overrides", {}), sort_keys=True),
                      "input_shapes": json.dumps(sizes.get("input_shapes")),
-                     "seed_mode": (r.get("seed") or {}).get("mode")})
+                     "seed_mode": (r.get("seed") or {}).get("mode"),
+                     "schedule": json.dumps(r["schedule"], sort_keys=True) if r.get("schedule") else None})
     return rows
 
 

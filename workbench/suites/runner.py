@@ -286,6 +286,7 @@ class SuiteRunner:
             record["diagnosis"] = f"search: no candidate evaluated ({run.stop.rule}: {run.stop.message})"
             return "failed"
         _fill_from_result(record, pick.result)
+        record["schedule"] = _schedule(pick.source)
         if record["correct"] and pick.source:
             path = self.path / "kernels" / f"{safe_name(row.problem_id)}.py"
             path.write_text(pick.source, encoding="utf-8")
@@ -341,6 +342,16 @@ def _fill_from_result(record: dict[str, Any], res: Any) -> None:
     record["kernels"] = ((res.details or {}).get("device") or {}).get("kernels_per_call")
     record["timings_s"] = {k: round(float(v), 4) for k, v in (res.timings_s or {}).items()
                            if isinstance(v, (int, float))}
+
+
+def _schedule(source: str | None) -> dict[str, Any] | None:
+    """The kernel's TUNABLES as chosen (block sizes, warps, stages, precision, schedule switches), or None."""
+    from workbench.tunables import TunablesError, parse_tunables
+
+    try:
+        return dict(parse_tunables(source).current) if source else None
+    except TunablesError:
+        return None
 
 
 def _seed_file(seed_dir: Path, row: ProblemRow) -> Path | None:
