@@ -1,0 +1,165 @@
+"""unique (`_unique2`, `unique_dim`) and unique_consecutive: values, inverse and counts, as Triton rank, count,
+scan and scatter kernels; the host reads one number, the count of unique rows, to allocate the output.
+
+The input is viewed as R rows of K elements: the flattened elements (dim=None: K = 1) or the slices along `dim`
+(moved first). Kernels:
+1. `_rank` (unique only; PyTorch sorts on both CPU and CUDA): each row's position in the stable lexicographic
+   order, counted by comparing it with every other row over [UNIQ_BLOCK_I, UNIQ_BLOCK_J] tiles, then
+   `perm[rank] = row`. O(R^2 K) compares: it is every row against every row, which is right for OpInfo's and
+   for short rows; a long 1-d unique wants a radix sort (not written). Order: `a < b`, nan after every number
+   (equal to each other in the order; ties go to the lower index, so the sort is stable).
+2. `_flag`: sorted row s starts a group when it differs from row s - 1 in any element (`!=`, so every nan is
+   its own group, as PyTorch's `equal_nan=False`); per-block counts of the flags.
+3. `_scan` (compaction.py's): exclusive offsets of the blocks and the total U.
+4. `_write`: the group of s is its offset plus the inclusive count of flags before it; each group's first row
+   is copied to the output, each row's group stored as its inverse, and each group's first position kept;
+5. `_counts`: the next group's first position minus this one's.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from workbench.lowering.compaction import _SCAN
+from workbench.lowering.epilogue import Unsupported, torch_dtype
+from workbench.lowering.graph import dtype, op_name, packet, val
+from workbench.lowering.primitives import Primitive, register, register_tunables
+
+TUNABLES = ("BLOCK", "NUM_WARPS", "SCAN_CHUNK", "UNIQ_BLOCK_I", "UNIQ_BLOCK_J")
+register_tunables({"UNIQ_BLOCK_I": ([16, 32, 64, 128], 32), "UNIQ_BLOCK_J": ([16, 32, 64, 128], 32)})
+
+
+def _load(ptr: str, mask: str, dt: torch.dtype) -> str:
+    """An element widened for comparison (fp16/bf16 to fp32 is exact; bool to int32)."""
+    to = ".to(tl.float32)" if dt in (torch.float16, torch.bfloat16) else ".to(tl.int32)" if dt == torch.bool else ""
+    return f"tl.load({ptr}, mask={mask}, other=0){to}"
+
+
+def _kernels(dt: torch.dtype) -> str:
+    a, b = _load("x_ptr + i * K + c", "im", dt), _load("x_ptr + j * K + c", "jm", dt)
+    p, q = _load("x_ptr + p * K + c", "m & (s > 0)", dt), _load("x_ptr + q * K + c", "m & (s > 0)", dt)
+    return f'''@triton.jit
+def __KNAME___rank(x_ptr, perm_ptr, R, K, UNIQ_BLOCK_I: tl.constexpr, UNIQ_BLOCK_J: tl.constexpr):
+    """Rank of each row of x [R, K] in the stable lexicographic order (nan last); perm[rank] = row."""
+    i = tl.program_id(0).to(tl.int64) * UNIQ_BLOCK_I + tl.arange(0, UNIQ_BLOCK_I)
+    im = i < R
+    rank = tl.zeros([UNIQ_BLOCK_I], tl.int64)
+    for j0 in range(0, R, UNIQ_BLOCK_J):
+        j = j0 + tl.arange(0, UNIQ_BLOCK_J)
+        jm = j < R
+        und = (im[:, None] & jm[None, :]).to(tl.int32)  # 1 while rows i and j are equal so far
+        lt = tl.zeros([UNIQ_BLOCK_I, UNIQ_BLOCK_J], tl.int32)  # 1 where row j sorts before row i
+        for c in range(0, K):
+            a = {a}[:, None]
+            b = {b}[None, :]
+            b_lt = ((b < a) | ((b == b) & (a != a))).to(tl.int32)
+            a_lt = ((a < b) | ((a == a) & (b != b))).to(tl.int32)
+            lt = lt | (und & b_lt)
+            und = und & (1 - b_lt) & (1 - a_lt)
+        lt = lt | (und & (j[None, :] < i[:, None]).to(tl.int32))
+        rank += tl.sum(lt.to(tl.int64), axis=1)
+    tl.store(perm_ptr + rank, i, mask=im)
+
+
+@triton.jit
+def __KNAME___flag(x_ptr, perm_ptr, flag_ptr, cnt_ptr, R, K, SORTED: tl.constexpr, BLOCK: tl.constexpr):
+    """1 where (sorted) row s differs from row s - 1 (row 0 always); the block's count of them."""
+    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = s < R
+    if SORTED:
+        p = tl.load(perm_ptr + s, mask=m, other=0)
+        q = tl.load(perm_ptr + s - 1, mask=m & (s > 0), other=0)
+    else:
+        p = s
+        q = s - 1
+    new = (s == 0).to(tl.int32)
+    for c in range(0, K):
+        new = new | ({p} != {q}).to(tl.int32)
+    new = tl.where(m, new, 0)
+    tl.store(flag_ptr + s, new, mask=m)
+    tl.store(cnt_ptr + tl.program_id(0) + tl.arange(0, 1), tl.sum(new, 0) + tl.zeros([1], tl.int32))
+
+
+@triton.jit
+def __KNAME___write(x_ptr, perm_ptr, flag_ptr, off_ptr, out_ptr, inv_ptr, start_ptr, R, K, SORTED: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    """Each row's group (offset + inclusive flag count - 1) as its inverse; each group's first row and position."""
+    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = s < R
+    f = tl.load(flag_ptr + s, mask=m, other=0).to(tl.int64)
+    g = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(f, 0) - 1
+    if SORTED:
+        p = tl.load(perm_ptr + s, mask=m, other=0)
+    else:
+        p = s
+    tl.store(inv_ptr + p, g, mask=m)
+    first = m & (f != 0)
+    tl.store(start_ptr + g, s, mask=first)
+    for c in range(0, K):
+        tl.store(out_ptr + g * K + c, tl.load(x_ptr + p * K + c, mask=first), mask=first)
+
+
+@triton.jit
+def __KNAME___counts(start_ptr, counts_ptr, U, R, BLOCK: tl.constexpr):
+    """Each group's size: the next group's first position (R after the last) minus its own."""
+    g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = g < U
+    nxt = tl.load(start_ptr + g + 1, mask=m & (g + 1 < U), other=0)
+    nxt = tl.where(g + 1 < U, nxt, R)
+    tl.store(counts_ptr + g, nxt - tl.load(start_ptr + g, mask=m, other=0), mask=m)
+'''
+
+
+def unique_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+    p = packet(node)
+    x = node.args[0]
+    dt = dtype(x)
+    if dt.is_complex:
+        raise Unsupported(f"unsupported: {op_name(node)} on {dt}")
+    if p == "_unique2":
+        dim, srt = None, True
+    elif p == "unique_dim":
+        dim, srt = node.args[1], True
+    else:  # unique_consecutive(x, return_inverse, return_counts, dim)
+        dim = node.args[3] if len(node.args) > 3 else node.kwargs.get("dim")
+        srt = False
+    r = val(x).dim()
+    if dim is not None:
+        dim = dim % max(r, 1)
+    xv, v = names[x], names[node]
+    if dim is None:
+        launch = [f"_xm = {xv}.reshape([{xv}.numel(), 1])"]
+    else:
+        launch = [f"_xm = {xv}.movedim({dim}, 0)" if r else f"_xm = {xv}.reshape([1])"]
+    launch += ["_R = _xm.shape[0]", "_K = _numel(_xm.shape[1:])", "_x = _xm.reshape([_R, _K]).contiguous()",
+               "_perm = torch.empty([_R], dtype=torch.int64, device=dev)",
+               "_nb = triton.cdiv(_R, BLOCK)",
+               "_cnt = torch.empty([max(_nb, 1)], dtype=torch.int32, device=dev)",
+               "_flag = torch.empty([_R], dtype=torch.int32, device=dev)",
+               "_off = torch.zeros([_nb + 1], dtype=torch.int64, device=dev)"]
+    if srt:
+        launch.append("if _R: __KNAME___rank[(triton.cdiv(_R, UNIQ_BLOCK_I),)](_x, _perm, _R, _K, "
+                      "UNIQ_BLOCK_I=UNIQ_BLOCK_I, UNIQ_BLOCK_J=UNIQ_BLOCK_J, num_warps=NUM_WARPS)")
+    launch += [f"if _R: __KNAME___flag[(_nb,)](_x, _perm, _flag, _cnt, _R, _K, SORTED={srt}, BLOCK=BLOCK, "
+               "num_warps=NUM_WARPS)",
+               "if _R: __KNAME___scan[(1,)](_cnt, _off, _nb, SCAN_CHUNK=SCAN_CHUNK)",
+               "_U = int(_off[_nb].item()) if _R else 0",  # the one value the host reads
+               f"_out = torch.empty([_U, _K], dtype={torch_dtype(dt)}, device=dev)",
+               "_inv = torch.empty([_R], dtype=torch.int64, device=dev)",
+               "_start = torch.empty([max(_U, 1)], dtype=torch.int64, device=dev)",
+               "_counts = torch.empty([_U], dtype=torch.int64, device=dev)",
+               f"if _R: __KNAME___write[(_nb,)](_x, _perm, _flag, _off, _out, _inv, _start, _R, _K, SORTED={srt}, "
+               "BLOCK=BLOCK, num_warps=NUM_WARPS)",
+               "if _U: __KNAME___counts[(triton.cdiv(_U, BLOCK),)](_start, _counts, _U, _R, BLOCK=BLOCK, "
+               "num_warps=NUM_WARPS)"]
+    if dim is None:
+        launch += [f"{v}_0 = _out.reshape([_U])", f"{v}_1 = _inv.reshape({xv}.shape)"]
+    else:
+        back = f".movedim(0, {dim})" if r else ".reshape([_U])"
+        launch += [f"{v}_0 = _out.reshape([_U, *_xm.shape[1:]]){back}", f"{v}_1 = _inv"]
+    launch.append(f"{v}_2 = _counts")
+    return _kernels(dt) + "\n\n" + _SCAN, launch, set()
+
+
+for _op in ("_unique2", "unique_dim", "unique_consecutive"):
+    register(_op, Primitive("unique", TUNABLES, unique_kernel, tuple_out=3))
