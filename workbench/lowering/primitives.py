@@ -19,7 +19,7 @@ from typing import Any, Callable
 # imports them all, so the tables are complete after it
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
            "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies",
-           "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode")
+           "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode", "repeat_interleave")
 
 
 @dataclass(frozen=True)
