@@ -4,7 +4,8 @@ scan and scatter kernels; the host reads one number, the count of unique rows, t
 The input is viewed as R rows of K elements: the flattened elements (dim=None: K = 1) or the slices along `dim`
 (moved first). Kernels:
 1. `_rank` (unique only; PyTorch sorts on both CPU and CUDA): each row's position in the stable lexicographic
-   order, counted by comparing it with every other row over [UNIQ_BLOCK_I, UNIQ_BLOCK_J] tiles, then
+   order, counted by comparing it with every other row over [UB_I, UB_J, UB_K] tiles (the first differing
+   column of a chunk decides), then
    `perm[rank] = row`. O(R^2 K) compares: it is every row against every row, which is right for OpInfo's and
    for short rows; a long 1-d unique wants a radix sort (not written). Order: `a < b`, nan after every number
    (equal to each other in the order; ties go to the lower index, so the sort is stable).
@@ -25,8 +26,11 @@ from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register, register_tunables
 
-TUNABLES = ("BLOCK", "NUM_WARPS", "SCAN_CHUNK", "UNIQ_BLOCK_I", "UNIQ_BLOCK_J")
-register_tunables({"UNIQ_BLOCK_I": ([16, 32, 64, 128], 32), "UNIQ_BLOCK_J": ([16, 32, 64, 128], 32)})
+TUNABLES = ("NUM_WARPS", "SCAN_CHUNK", "UNIQ_TILE")
+# elements of one compare tile: [UB_I, UB_J, UB_K] in _rank, [UB_R, UB_K] elsewhere, shaped on the host from K
+# (short rows get more rows per tile: the interpreter pays per op, not per element; 4096 keeps an sm_90 block's
+# registers, as sort.py's ROW_ELEMS)
+register_tunables({"UNIQ_TILE": ([1024, 2048, 4096, 8192], 4096)})
 
 
 def _load(ptr: str, mask: str, dt: torch.dtype) -> str:
@@ -36,35 +40,43 @@ def _load(ptr: str, mask: str, dt: torch.dtype) -> str:
 
 
 def _kernels(dt: torch.dtype) -> str:
-    a, b = _load("x_ptr + i * K + c", "im", dt), _load("x_ptr + j * K + c", "jm", dt)
-    p, q = _load("x_ptr + p * K + c", "m & (s > 0)", dt), _load("x_ptr + q * K + c", "m & (s > 0)", dt)
+    a = _load("x_ptr + i[:, None, None] * K + c[None, None, :]", "im[:, None, None] & cm[None, None, :]", dt)
+    b = _load("x_ptr + j[None, :, None] * K + c[None, None, :]", "jm[None, :, None] & cm[None, None, :]", dt)
+    p = _load("x_ptr + p[:, None] * K + c[None, :]", "both", dt)
+    q = _load("x_ptr + q[:, None] * K + c[None, :]", "both", dt)
     return f'''@triton.jit
-def __KNAME___rank(x_ptr, perm_ptr, R, K, UNIQ_BLOCK_I: tl.constexpr, UNIQ_BLOCK_J: tl.constexpr):
+def __KNAME___rank(x_ptr, perm_ptr, R, K, UB_I: tl.constexpr, UB_J: tl.constexpr, UB_K: tl.constexpr):
     """Rank of each row of x [R, K] in the stable lexicographic order (nan last); perm[rank] = row."""
-    i = tl.program_id(0).to(tl.int64) * UNIQ_BLOCK_I + tl.arange(0, UNIQ_BLOCK_I)
+    i = tl.program_id(0).to(tl.int64) * UB_I + tl.arange(0, UB_I)
     im = i < R
-    rank = tl.zeros([UNIQ_BLOCK_I], tl.int64)
-    for j0 in range(0, R, UNIQ_BLOCK_J):
-        j = j0 + tl.arange(0, UNIQ_BLOCK_J)
+    rank = tl.zeros([UB_I], tl.int64)
+    for j0 in range(0, R, UB_J):
+        j = j0 + tl.arange(0, UB_J)
         jm = j < R
         und = (im[:, None] & jm[None, :]).to(tl.int32)  # 1 while rows i and j are equal so far
-        lt = tl.zeros([UNIQ_BLOCK_I, UNIQ_BLOCK_J], tl.int32)  # 1 where row j sorts before row i
-        for c in range(0, K):
-            a = {a}[:, None]
-            b = {b}[None, :]
-            b_lt = ((b < a) | ((b == b) & (a != a))).to(tl.int32)
-            a_lt = ((a < b) | ((a == a) & (b != b))).to(tl.int32)
-            lt = lt | (und & b_lt)
-            und = und & (1 - b_lt) & (1 - a_lt)
+        lt = tl.zeros([UB_I, UB_J], tl.int32)  # 1 where row j sorts before row i
+        for c0 in range(0, K, UB_K):
+            c = c0 + tl.arange(0, UB_K)
+            cm = c < K
+            a = {a}
+            b = {b}
+            b_lt = (b < a) | ((b == b) & (a != a))
+            d = (b_lt | (a < b) | ((a == a) & (b != b))) & cm[None, None, :]
+            # the first column of the chunk where the rows differ decides (K: none)
+            first = tl.min(tl.where(d, c[None, None, :], K), axis=2)
+            at = d & (c[None, None, :] == first[:, :, None])
+            lt = lt | (und & tl.max((at & b_lt).to(tl.int32), axis=2))
+            und = und & (first == K).to(tl.int32)
         lt = lt | (und & (j[None, :] < i[:, None]).to(tl.int32))
         rank += tl.sum(lt.to(tl.int64), axis=1)
     tl.store(perm_ptr + rank, i, mask=im)
 
 
 @triton.jit
-def __KNAME___flag(x_ptr, perm_ptr, flag_ptr, cnt_ptr, R, K, SORTED: tl.constexpr, BLOCK: tl.constexpr):
+def __KNAME___flag(x_ptr, perm_ptr, flag_ptr, cnt_ptr, R, K, SORTED: tl.constexpr, UB_R: tl.constexpr,
+                   UB_K: tl.constexpr):
     """1 where (sorted) row s differs from row s - 1 (row 0 always); the block's count of them."""
-    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    s = tl.program_id(0).to(tl.int64) * UB_R + tl.arange(0, UB_R)
     m = s < R
     if SORTED:
         p = tl.load(perm_ptr + s, mask=m, other=0)
@@ -73,8 +85,10 @@ def __KNAME___flag(x_ptr, perm_ptr, flag_ptr, cnt_ptr, R, K, SORTED: tl.constexp
         p = s
         q = s - 1
     new = (s == 0).to(tl.int32)
-    for c in range(0, K):
-        new = new | ({p} != {q}).to(tl.int32)
+    for c0 in range(0, K, UB_K):
+        c = c0 + tl.arange(0, UB_K)
+        both = (m & (s > 0))[:, None] & (c < K)[None, :]
+        new = new | tl.max((({p} != {q}) & both).to(tl.int32), axis=1)
     new = tl.where(m, new, 0)
     tl.store(flag_ptr + s, new, mask=m)
     tl.store(cnt_ptr + tl.program_id(0) + tl.arange(0, 1), tl.sum(new, 0) + tl.zeros([1], tl.int32))
@@ -82,9 +96,9 @@ def __KNAME___flag(x_ptr, perm_ptr, flag_ptr, cnt_ptr, R, K, SORTED: tl.constexp
 
 @triton.jit
 def __KNAME___write(x_ptr, perm_ptr, flag_ptr, off_ptr, out_ptr, inv_ptr, start_ptr, R, K, SORTED: tl.constexpr,
-                    BLOCK: tl.constexpr):
+                    UB_R: tl.constexpr, UB_K: tl.constexpr):
     """Each row's group (offset + inclusive flag count - 1) as its inverse; each group's first row and position."""
-    s = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    s = tl.program_id(0).to(tl.int64) * UB_R + tl.arange(0, UB_R)
     m = s < R
     f = tl.load(flag_ptr + s, mask=m, other=0).to(tl.int64)
     g = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(f, 0) - 1
@@ -95,14 +109,17 @@ def __KNAME___write(x_ptr, perm_ptr, flag_ptr, off_ptr, out_ptr, inv_ptr, start_
     tl.store(inv_ptr + p, g, mask=m)
     first = m & (f != 0)
     tl.store(start_ptr + g, s, mask=first)
-    for c in range(0, K):
-        tl.store(out_ptr + g * K + c, tl.load(x_ptr + p * K + c, mask=first), mask=first)
+    for c0 in range(0, K, UB_K):
+        c = c0 + tl.arange(0, UB_K)
+        cm = first[:, None] & (c < K)[None, :]
+        tl.store(out_ptr + g[:, None] * K + c[None, :], tl.load(x_ptr + p[:, None] * K + c[None, :], mask=cm),
+                 mask=cm)
 
 
 @triton.jit
-def __KNAME___counts(start_ptr, counts_ptr, U, R, BLOCK: tl.constexpr):
+def __KNAME___counts(start_ptr, counts_ptr, U, R, UB_R: tl.constexpr):
     """Each group's size: the next group's first position (R after the last) minus its own."""
-    g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.program_id(0).to(tl.int64) * UB_R + tl.arange(0, UB_R)
     m = g < U
     nxt = tl.load(start_ptr + g + 1, mask=m & (g + 1 < U), other=0)
     nxt = tl.where(g + 1 < U, nxt, R)
@@ -133,14 +150,17 @@ def unique_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
         launch = [f"_xm = {xv}.movedim({dim}, 0)" if r else f"_xm = {xv}.reshape([1])"]
     launch += ["_R = _xm.shape[0]", "_K = _numel(_xm.shape[1:])", "_x = _xm.reshape([_R, _K]).contiguous()",
                "_perm = torch.empty([_R], dtype=torch.int64, device=dev)",
-               "_nb = triton.cdiv(_R, BLOCK)",
+               # the tile's shape from K: UB_K columns (at most 32), the rest rows (_rank: split between i and j)
+               "_UK = min(triton.next_power_of_2(max(_K, 1)), 32)", "_UR = max(1, UNIQ_TILE // _UK)",
+               "_UI = 1 << ((_UR.bit_length() - 1 + 1) // 2)", "_UJ = max(1, _UR // _UI)",
+               "_nb = triton.cdiv(_R, _UR)",
                "_cnt = torch.empty([max(_nb, 1)], dtype=torch.int32, device=dev)",
                "_flag = torch.empty([_R], dtype=torch.int32, device=dev)",
                "_off = torch.zeros([_nb + 1], dtype=torch.int64, device=dev)"]
     if srt:
-        launch.append("if _R: __KNAME___rank[(triton.cdiv(_R, UNIQ_BLOCK_I),)](_x, _perm, _R, _K, "
-                      "UNIQ_BLOCK_I=UNIQ_BLOCK_I, UNIQ_BLOCK_J=UNIQ_BLOCK_J, num_warps=NUM_WARPS)")
-    launch += [f"if _R: __KNAME___flag[(_nb,)](_x, _perm, _flag, _cnt, _R, _K, SORTED={srt}, BLOCK=BLOCK, "
+        launch.append("if _R: __KNAME___rank[(triton.cdiv(_R, _UI),)](_x, _perm, _R, _K, UB_I=_UI, UB_J=_UJ, "
+                      "UB_K=_UK, num_warps=NUM_WARPS)")
+    launch += [f"if _R: __KNAME___flag[(_nb,)](_x, _perm, _flag, _cnt, _R, _K, SORTED={srt}, UB_R=_UR, UB_K=_UK, "
                "num_warps=NUM_WARPS)",
                "if _R: __KNAME___scan[(1,)](_cnt, _off, _nb, SCAN_CHUNK=SCAN_CHUNK)",
                "_U = int(_off[_nb].item()) if _R else 0",  # the one value the host reads
@@ -149,8 +169,8 @@ def unique_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
                "_start = torch.empty([max(_U, 1)], dtype=torch.int64, device=dev)",
                "_counts = torch.empty([_U], dtype=torch.int64, device=dev)",
                f"if _R: __KNAME___write[(_nb,)](_x, _perm, _flag, _off, _out, _inv, _start, _R, _K, SORTED={srt}, "
-               "BLOCK=BLOCK, num_warps=NUM_WARPS)",
-               "if _U: __KNAME___counts[(triton.cdiv(_U, BLOCK),)](_start, _counts, _U, _R, BLOCK=BLOCK, "
+               "UB_R=_UR, UB_K=_UK, num_warps=NUM_WARPS)",
+               "if _U: __KNAME___counts[(triton.cdiv(_U, UNIQ_TILE),)](_start, _counts, _U, _R, UB_R=UNIQ_TILE, "
                "num_warps=NUM_WARPS)"]
     if dim is None:
         launch += [f"{v}_0 = _out.reshape([_U])", f"{v}_1 = _inv.reshape({xv}.shape)"]
