@@ -141,10 +141,14 @@ def test_searchsorted_mixed_dtypes(tmp_path: Path) -> None:
                   f"torch.sort({R.format('11')}).values * 4, torch.randint(-5, 6, (4, 3)), {R.format('6')} * 4")})
 
 
-def test_searchsorted_sorter_is_diagnosed(tmp_path: Path) -> None:
-    res = _lower_one(tmp_path / "sorter.py", "b, x", "torch.searchsorted(b, x, sorter=torch.argsort(b))",
-                     "torch.randn(7), torch.randn(3, 5)")
-    assert res.source is None and res.diagnosis == "unsupported: aten.searchsorted.Tensor with a sorter"
+@pytest.mark.parametrize("dt", FLOATS)
+def test_searchsorted_sorter(tmp_path: Path, dt: str) -> None:
+    """Unsorted boundaries searched through their sorter (1-d and per row), both sides, ties among them."""
+    _family(tmp_path, "sorter", dt, {"sorter": (
+        "b, x, c", "torch.searchsorted(b, x, sorter=torch.argsort(b)), "
+        "torch.searchsorted(b, x, side='right', sorter=torch.argsort(b)), "
+        "torch.searchsorted(c, x, sorter=torch.argsort(c, dim=-1), out_int32=True)",
+        "torch.randint(-4, 5, (9,)).to(DT), torch.randint(-5, 6, (7, 5)).to(DT), torch.randint(-4, 5, (7, 6)).to(DT)")})
 
 
 def test_isin_through_sort_and_searchsorted(tmp_path: Path) -> None:
@@ -174,3 +178,24 @@ def test_lgamma(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "lgamma", dt, {"lgamma": (
         "x, y", "torch.lgamma(x * 10), torch.lgamma(y), torch.mvlgamma(x.abs() * 5 + 3, 3)",
         f"{R.format('6, 7')}, {special}")})
+
+
+def test_searchsorted_sorter_compiles_for_sm90(tmp_path: Path) -> None:
+
+    from tests.lowering.helpers import load_module
+    from tests.lowering.test_primitives import SPEC
+    from workbench.lowering import sm90_check as sc
+
+    spec = tmp_path / "sorter_sm90.py"
+    spec.write_text(SPEC.format(dt="float16", init="        pass", args="b, x",
+                                expr="torch.searchsorted(b, x, sorter=torch.argsort(b)), torch.searchsorted(b, x)",
+                                inputs="torch.randn(9).to(DT), torch.randn(7, 5).to(DT)"))
+    res = lower_spec(spec)
+    assert res.source is not None, res.diagnosis
+    path = tmp_path / "cand_sorter_sm90.py"
+    path.write_text(res.source)
+    cand, ref = load_module(path, "cand_sorter_sm90"), load_module(spec, "ref_sorter_sm90")
+    launches = sc.record_launches(cand.ModelNew(), ref.get_inputs())
+    assert len(launches) == 3
+    bad = [f.why() for f in sc.compile_launches(res.source, launches) if not f.ok]
+    assert not bad, bad

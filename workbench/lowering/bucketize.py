@@ -8,7 +8,8 @@ lands at the end, a NaN boundary steers the search as it steers PyTorch's. The l
 `len.bit_length()` times, the most a binary search over `len` needs; finished lanes stop moving.
 
 Both inputs are read in their common dtype (torch.result_type), fp16/bf16 widened to fp32 (exact, same
-order). The `sorter` argument and the Scalar overloads are not lowered.
+order). With a `sorter`, the boundary at position mid is `seq[row, sorter[row, mid]]` (one more load a step).
+The Scalar overloads are not lowered.
 """
 from __future__ import annotations
 
@@ -30,11 +31,11 @@ def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
         seq, x = node.args[:2]
         side = node.kwargs.get("side", None)
         right = bool(node.kwargs.get("right", False)) or side == "right"
-        if node.kwargs.get("sorter", None) is not None:
-            raise Unsupported(f"unsupported: {op_name(node)} with a sorter")
+        sorter = node.kwargs.get("sorter", None)
     else:
         x, seq = node.args[:2]
         right = bool(node.kwargs.get("right", False))
+        sorter = None
     if not (isinstance(seq, fx.Node) and isinstance(x, fx.Node)):
         raise Unsupported(f"unsupported: {op_name(node)} of a Python scalar")
     common = torch.result_type(val(seq), val(x))
@@ -54,22 +55,25 @@ def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
          "for _ in range(steps):",
          "    go = mask & (start < end)",
          "    mid = start + ((end - start) >> 1)",
-         f"    b = tl.load(b_ptr + base + mid, mask=go, other=0).to({ct})",
+         "    at = tl.load(s_ptr + base + mid, mask=go, other=0) if SORTER else mid",
+         f"    b = tl.load(b_ptr + base + at, mask=go, other=0).to({ct})",
          "    " + keep,
          "    end = tl.where(go & (start <= mid), mid, end)",
          "tl.store(out_ptr + offs, start.to(out_ptr.dtype.element_ty), mask=mask)"]
-    sig = "x_ptr, b_ptr, out_ptr, n, nb, xlast, steps, ROWS: tl.constexpr, BLOCK: tl.constexpr"
+    sig = "x_ptr, b_ptr, s_ptr, out_ptr, n, nb, xlast, steps, ROWS: tl.constexpr, SORTER: tl.constexpr, " \
+        "BLOCK: tl.constexpr"
     side_doc = "right" if right else "left"
     doc = f'    """{side_doc} binary search of each value in its row of the sorted boundaries."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in L]) + "\n"
     xv, bv, v = names[x], names[seq], names[node]
     out_dt = "torch.int32" if node.kwargs.get("out_int32", False) else "torch.int64"
-    launch = [f"_x = {xv}.contiguous()", f"_b = {bv}.contiguous()",
+    sv = f"{names[sorter]}.contiguous()" if sorter is not None else "_b"
+    launch = [f"_x = {xv}.contiguous()", f"_b = {bv}.contiguous()", f"_s = {sv}",
               f"{v} = torch.empty({xv}.shape, dtype={out_dt}, device=dev)", f"_n = {xv}.numel()",
               f"_nb = {bv}.shape[-1] if {bv}.dim() else 1",
-              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_x, _b, {v}, _n, _nb, "
-              f"max({xv}.shape[-1] if {xv}.dim() else 1, 1), _nb.bit_length(), ROWS={rows}, BLOCK=BLOCK, "
-              "num_warps=NUM_WARPS)"]
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_x, _b, _s, {v}, _n, _nb, "
+              f"max({xv}.shape[-1] if {xv}.dim() else 1, 1), _nb.bit_length(), ROWS={rows}, "
+              f"SORTER={sorter is not None}, BLOCK=BLOCK, num_warps=NUM_WARPS)"]
     return src, launch, set()
 
 

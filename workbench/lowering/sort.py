@@ -29,27 +29,36 @@ MAX_N = 8192      # the longest row one program sorts (OpInfo's sort samples rea
 ROW_ELEMS = 4096  # short rows are packed up to this many elements per program
 # the bitonic network written with reshapes and sums, not `tl.sort`: Triton's interpreter runs tl.sort's
 # xor reduction element by element in Python (130 s for OpInfo's sort samples) but tl.sum in numpy
+# One compare-exchange stage is its own function: its constexprs (`j`, `A`) are then defined once per call, as
+# Triton 3.6's compiler requires ("constexpr cannot be reassigned" when they sat in the unrolled loop: no sort
+# compiled for sm_90), while the interpreter still sees them as constexprs.
 HELPERS["_sort_rows"] = '''@triton.jit
+def _bitonic_stage(x, BM: tl.constexpr, LOG_N: tl.constexpr, s: tl.constexpr, jj: tl.constexpr):
+    # stage (s, j = s - 1 - jj) of the network on x [BM, 2 ** LOG_N]
+    N: tl.constexpr = 1 << LOG_N
+    j: tl.constexpr = s - 1 - jj
+    A: tl.constexpr = N >> (j + 1)
+    p = tl.arange(0, 2)[None, None, :, None]
+    y = tl.reshape(x, [BM, A, 2, 1 << j])
+    lo = tl.sum(tl.where(p == 0, y, 0), axis=2)
+    hi = tl.sum(tl.where(p == 1, y, 0), axis=2)
+    a = tl.arange(0, A)[None, :, None]
+    if s == LOG_N:
+        desc = a < 0
+    else:
+        desc = ((a >> (s - j - 1)) & 1) == 1
+    swap = (lo > hi) != desc
+    first = tl.where(swap, hi, lo)
+    second = tl.where(swap, lo, hi)
+    return tl.reshape(tl.where(p == 0, first[:, :, None, :], second[:, :, None, :]), [BM, N])
+
+
+@triton.jit
 def _sort_rows(x, BM: tl.constexpr, LOG_N: tl.constexpr):
     # ascending bitonic sort of each row of x [BM, 2 ** LOG_N] (distinct int64 keys)
-    N: tl.constexpr = 1 << LOG_N
-    p = tl.arange(0, 2)[None, None, :, None]
     for s in tl.static_range(1, LOG_N + 1):
         for jj in tl.static_range(0, s):
-            j: tl.constexpr = s - 1 - jj
-            A: tl.constexpr = N >> (j + 1)
-            y = tl.reshape(x, [BM, A, 2, 1 << j])
-            lo = tl.sum(tl.where(p == 0, y, 0), axis=2)
-            hi = tl.sum(tl.where(p == 1, y, 0), axis=2)
-            a = tl.arange(0, A)[None, :, None]
-            if s == LOG_N:
-                desc = a < 0
-            else:
-                desc = ((a >> (s - j - 1)) & 1) == 1
-            swap = (lo > hi) != desc
-            first = tl.where(swap, hi, lo)
-            second = tl.where(swap, lo, hi)
-            x = tl.reshape(tl.where(p == 0, first[:, :, None, :], second[:, :, None, :]), [BM, N])
+            x = _bitonic_stage(x, BM, LOG_N, s, jj)
     return x
 '''
 _FLOAT_KEYS = (torch.float32, torch.float16, torch.bfloat16)
