@@ -19,7 +19,8 @@ from typing import Any, Callable
 # imports them all, so the tables are complete after it
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
            "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies",
-           "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode", "repeat_interleave")
+           "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode", "repeat_interleave",
+           "linalg_small")
 
 
 @dataclass(frozen=True)
