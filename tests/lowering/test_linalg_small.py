@@ -1,6 +1,7 @@
 """Batched small linear algebra (workbench/lowering/linalg_small.py) in fp32, checked against an fp64 reference
 (the same ops in float64, rounded to fp32) and against PyTorch's fp32: inv, det, slogdet, logdet, solve (matrix and
 vector right-hand sides, broadcast batches, left=False), cholesky (lower, upper, the deprecated torch.cholesky),
+cholesky_solve and cholesky_inverse (lower and upper factors),
 solve_triangular and triangular_solve (upper, lower, left, right, transposed, unit diagonal); odd sizes 5 and 7,
 a 0 x 0 and an empty batch."""
 from __future__ import annotations
@@ -25,7 +26,11 @@ CASES = {
            f"{L}.det(a[:0]), {L}.solve_ex(a[1], b[1, :, 0])",
            f"{WELL.format(s='2, 5, 5', n=5)}, torch.randn(2, 5, 3), torch.randn(2, 5)"),
     "chol": ("s", f"{L}.cholesky(s), {L}.cholesky(s, upper=True), {L}.cholesky_ex(s[0]), torch.cholesky(s[1]), "
-             f"torch.cholesky(s, upper=True), {L}.cholesky(s[:, :0, :0])", SPD.format(s="3, 7, 7", n=7)),
+             f"torch.cholesky(s, upper=True), {L}.cholesky(s[:, :0, :0]), "
+             "torch.cholesky_solve(s[0, :, :3], torch.linalg.cholesky(s)), "
+             "torch.cholesky_solve(s[:, :, :2], torch.linalg.cholesky(s, upper=True), upper=True), "
+             "torch.cholesky_inverse(torch.linalg.cholesky(s[0])), "
+             "torch.cholesky_inverse(torch.linalg.cholesky(s, upper=True), upper=True)", SPD.format(s="3, 7, 7", n=7)),
     "tri": ("t, c", f"{L}.solve_triangular(t, c, upper=True), {L}.solve_triangular(t, c, upper=False), "
             f"{L}.solve_triangular(t, c.mT, upper=True, left=False), "
             f"{L}.solve_triangular(t[0], c, upper=False, unitriangular=True), torch.triangular_solve(c, t), "

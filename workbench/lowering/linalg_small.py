@@ -103,10 +103,15 @@ __HEAD__    L = tl.zeros([NP, NP], tl.float32)
 
 @triton.jit
 def __KNAME___trsm(a_ptr, b_ptr, x_ptr, n, m, a_sb, a_sr, a_sc, b_sb, b_sr, b_sc, x_sb, x_sr, x_sc,
-                   NP: tl.constexpr, MP: tl.constexpr, UPPER: tl.constexpr, UNIT: tl.constexpr):
-    """X = T^-1 B for the triangle T of A (upper or lower, unit diagonal or not), by columns of T."""
+                   NP: tl.constexpr, MP: tl.constexpr, UPPER: tl.constexpr, UNIT: tl.constexpr,
+                   IDENT: tl.constexpr):
+    """X = T^-1 B for the triangle T of A (upper or lower, unit diagonal or not), by columns of T; B is the
+    identity when IDENT."""
 __HEAD__    q = tl.arange(0, MP)[None, :]
-    B = tl.load(b_ptr + bi * b_sb + rr * b_sr + q * b_sc, mask=(rr < n) & (q < m), other=0).to(tl.float32)
+    if IDENT:
+        B = tl.where(rr == q, 1.0, 0.0)
+    else:
+        B = tl.load(b_ptr + bi * b_sb + rr * b_sr + q * b_sc, mask=(rr < n) & (q < m), other=0).to(tl.float32)
     for kk in range(0, n):
         if UPPER:
             k = n - 1 - kk
@@ -192,36 +197,54 @@ def _chol(node: fx.Node, names: dict[fx.Node, str], p: str) -> list[str]:
     return L + [f"{v}_0 = _L", f"{v}_1 = _info"]
 
 
+def _trsm_lines(a: str, b: str | None, upper: bool, unit: bool, left: bool, out: str) -> list[str]:
+    """Launch lines of X = T^-1 B (left) or B T^-1 (right) for the triangle of `a`; B the identity when b is None.
+    X A = B <=> A^T X^T = B^T: a right-hand solve is a left one of the transposes (the triangle flips)."""
+    L = [f"_A = {a}" if left else f"_A = {a}.mT", "_n = _A.shape[-1]"]
+    if b is None:
+        L += ["_B = _A", "_bt = list(_A.shape[:-2])", "_m = _n"]
+    else:
+        L += [f"_B = {b}" if left else f"_B = {b}.mT", "_bt = _bshape(_A.shape[:-2], _B.shape[:-2])",
+              "_m = _B.shape[-1]"]
+    L += _BATCH + ["_A3 = _A.expand([*_bt, _n, _n]).reshape([_numel(_bt), _n, _n])",
+                   "_B3 = _A3" if b is None else "_B3 = _B.expand([*_bt, _n, _m]).reshape([_numel(_bt), _n, _m])",
+                   f"{out} = torch.empty([*_bt, _n, _m] if {left} else [*_bt, _m, _n], dtype=torch.float32, "
+                   "device=dev)",
+                   f"_X3 = {out}.view([_numel(_bt), _n, _m]) if {left} else {out}.view([_numel(_bt), _m, _n]).mT",
+                   "_mp = triton.next_power_of_2(max(_m, 1))", "_Bn = _A3.shape[0]",
+                   "if _Bn and _m: __KNAME___trsm[(_Bn,)](_A3, _B3, _X3, _n, _m, *_A3.stride(), *_B3.stride(), "
+                   f"*_X3.stride(), NP=_np, MP=_mp, UPPER={upper != (not left)}, UNIT={unit}, IDENT={b is None}, "
+                   "num_warps=NUM_WARPS)"]
+    return L
+
+
 def _trsm(node: fx.Node, names: dict[fx.Node, str], p: str) -> list[str]:
     v = names[node]
     if p == "triangular_solve":  # triangular_solve(B, A, upper=True, transpose=False, unitriangular=False)
         b, a = names[node.args[0]], names[node.args[1]]
         upper, trans = bool(_arg(node, 2, "upper", True)), bool(_arg(node, 3, "transpose", False))
-        unit, left = bool(_arg(node, 4, "unitriangular", False)), True
-    else:  # linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False)
+        unit = bool(_arg(node, 4, "unitriangular", False))
+        # op(A) X = B with op(A) = A^T: the triangle of A^T
+        L = _trsm_lines(f"{a}.mT" if trans else a, b, upper != trans, unit, True, "_X")
+        return L + [f"{v}_0 = _X", f"{v}_1 = {a}.clone()"]  # (X, a copy of A)
+    if p == "linalg_solve_triangular":  # linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False)
         a, b = names[node.args[0]], names[node.args[1]]
-        upper, trans = bool(node.kwargs.get("upper", _arg(node, 2, "upper", False))), False
-        left = bool(node.kwargs.get("left", True))
-        unit = bool(node.kwargs.get("unitriangular", False))
-    # X A = B <=> A^T X^T = B^T: the transposed triangle flips upper and lower
-    flip = trans != (not left)
-    L = [f"_A = {a}.mT" if flip else f"_A = {a}", f"_B = {b}" if left else f"_B = {b}.mT", "_n = _A.shape[-1]"]
-    L += _BATCH + ["_bt = _bshape(_A.shape[:-2], _B.shape[:-2])", "_m = _B.shape[-1]",
-                   "_A3 = _A.expand([*_bt, _n, _n]).reshape([_numel(_bt), _n, _n])",
-                   "_B3 = _B.expand([*_bt, _n, _m]).reshape([_numel(_bt), _n, _m])",
-                   f"_X = torch.empty([*_bt, _n, _m] if {left} else [*_bt, _m, _n], dtype=torch.float32, device=dev)",
-                   f"_X3 = _X.view([_numel(_bt), _n, _m]) if {left} else _X.view([_numel(_bt), _m, _n]).mT",
-                   "_mp = triton.next_power_of_2(max(_m, 1))", "_Bn = _A3.shape[0]",
-                   "if _Bn and _m: __KNAME___trsm[(_Bn,)](_A3, _B3, _X3, _n, _m, *_A3.stride(), *_B3.stride(), "
-                   f"*_X3.stride(), NP=_np, MP=_mp, UPPER={upper != flip}, UNIT={unit}, num_warps=NUM_WARPS)"]
-    if p == "triangular_solve":  # (X, a copy of A)
-        return L + [f"{v}_0 = _X", f"{v}_1 = {a}.clone()"]
-    return L + [f"{v} = _X"]
+        upper = bool(node.kwargs.get("upper", _arg(node, 2, "upper", False)))
+        left, unit = bool(node.kwargs.get("left", True)), bool(node.kwargs.get("unitriangular", False))
+        return _trsm_lines(a, b, upper, unit, left, v)
+    # cholesky_solve(B, L, upper=False): (L L^T)^-1 B as two triangular solves with the lower factor Lo;
+    # cholesky_inverse(L, upper=False): the same with B = I
+    if p == "cholesky_solve":
+        b, f, upper = names[node.args[0]], names[node.args[1]], bool(_arg(node, 2, "upper", False))
+    else:
+        b, f, upper = None, names[node.args[0]], bool(_arg(node, 1, "upper", False))
+    lo = f"{f}.mT" if upper else f
+    return (_trsm_lines(lo, b, False, False, True, "_Y") + _trsm_lines(f"{lo}.mT", "_Y", True, False, True, v))
 
 
 _MAKERS = {"linalg_inv_ex": _gauss, "_linalg_det": _gauss, "_linalg_slogdet": _gauss, "_linalg_solve_ex": _gauss,
            "linalg_cholesky_ex": _chol, "cholesky": _chol, "linalg_solve_triangular": _trsm,
-           "triangular_solve": _trsm}
+           "triangular_solve": _trsm, "cholesky_solve": _trsm, "cholesky_inverse": _trsm}
 
 
 def linalg_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
@@ -233,6 +256,7 @@ def linalg_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
 
 
 _OUTS = {"linalg_inv_ex": 2, "_linalg_det": 3, "_linalg_slogdet": 4, "_linalg_solve_ex": 4,
-         "linalg_cholesky_ex": 2, "cholesky": False, "linalg_solve_triangular": False, "triangular_solve": True}
+         "linalg_cholesky_ex": 2, "cholesky": False, "linalg_solve_triangular": False, "triangular_solve": True,
+         "cholesky_solve": False, "cholesky_inverse": False}
 for _op, _n_out in _OUTS.items():
     register(_op, Primitive("linalg", TUNABLES, linalg_kernel, tuple_out=_n_out))
