@@ -3,7 +3,8 @@
 vector right-hand sides, broadcast batches, left=False), cholesky (lower, upper, the deprecated torch.cholesky),
 cholesky_solve and cholesky_inverse (lower and upper factors),
 solve_triangular and triangular_solve (upper, lower, left, right, transposed, unit diagonal); odd sizes 5 and 7,
-a 0 x 0 and an empty batch."""
+lu_factor, lu, lu_unpack and lu_solve (square, tall and wide; adjoint and right-hand solves); a 0 x 0 and an
+empty batch."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,7 @@ L = "torch.linalg"
 WELL = "(torch.randn({s}) + {n} * torch.eye({n}))"
 SPD = "(lambda a: a @ a.mT + {n} * torch.eye({n}))(torch.randn({s}))"
 CASES = {
-    "lu": ("a, b, v", f"{L}.inv(a), {L}.det(a), {L}.slogdet(a), torch.logdet(a[0]), {L}.solve(a, b), "
+    "gauss": ("a, b, v", f"{L}.inv(a), {L}.det(a), {L}.slogdet(a), torch.logdet(a[0]), {L}.solve(a, b), "
            f"{L}.solve(a, v), {L}.solve(a[0], b), {L}.solve(a, b.mT, left=False), {L}.inv_ex(a[:, :0, :0]), "
            f"{L}.det(a[:0]), {L}.solve_ex(a[1], b[1, :, 0])",
            f"{WELL.format(s='2, 5, 5', n=5)}, torch.randn(2, 5, 3), torch.randn(2, 5)"),
@@ -31,6 +32,13 @@ CASES = {
              "torch.cholesky_solve(s[:, :, :2], torch.linalg.cholesky(s, upper=True), upper=True), "
              "torch.cholesky_inverse(torch.linalg.cholesky(s[0])), "
              "torch.cholesky_inverse(torch.linalg.cholesky(s, upper=True), upper=True)", SPD.format(s="3, 7, 7", n=7)),
+    "plu": ("w, e", f"{L}.lu_factor(w), {L}.lu_factor_ex(w[0, :3]), {L}.lu(w), {L}.lu(w.mT[1]), torch.lu(w), "
+           f"torch.lu_unpack(*{L}.lu_factor(w[:, :4])), {L}.lu_solve(*{L}.lu_factor(w[:, :, :7]), e), "
+           f"{L}.lu_solve(*{L}.lu_factor(w[0, :, :7]), e, adjoint=True), "
+           f"{L}.lu_solve(*{L}.lu_factor(w[:, :, :7]), e.mT, left=False), "
+           f"{L}.lu_solve(*{L}.lu_factor(w[:, :, :7]), e.mT, left=False, adjoint=True), "
+           f"torch.lu_solve(e, *torch.linalg.lu_factor(w[:, :, :7]))",
+           f"{WELL.format(s='2, 7, 9', n=7).replace('torch.eye(7)', 'torch.eye(7, 9)')}, torch.randn(2, 7, 3)"),
     "tri": ("t, c", f"{L}.solve_triangular(t, c, upper=True), {L}.solve_triangular(t, c, upper=False), "
             f"{L}.solve_triangular(t, c.mT, upper=True, left=False), "
             f"{L}.solve_triangular(t[0], c, upper=False, unitriangular=True), torch.triangular_solve(c, t), "
