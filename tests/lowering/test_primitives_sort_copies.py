@@ -143,11 +143,14 @@ def test_searchsorted_mixed_dtypes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dt", FLOATS)
 def test_searchsorted_sorter(tmp_path: Path, dt: str) -> None:
-    """Unsorted boundaries searched through their sorter (1-d and per row), both sides, ties among them."""
+    """Unsorted boundaries searched through their sorter (1-d and per row), both sides, ties among them; a Python
+    scalar value (searchsorted.Scalar)."""
     _family(tmp_path, "sorter", dt, {"sorter": (
         "b, x, c", "torch.searchsorted(b, x, sorter=torch.argsort(b)), "
         "torch.searchsorted(b, x, side='right', sorter=torch.argsort(b)), "
-        "torch.searchsorted(c, x, sorter=torch.argsort(c, dim=-1), out_int32=True)",
+        "torch.searchsorted(c, x, sorter=torch.argsort(c, dim=-1), out_int32=True), "
+        "torch.searchsorted(torch.sort(b).values, 1), "
+        "torch.searchsorted(b, 2.5, side='right', sorter=torch.argsort(b))",
         "torch.randint(-4, 5, (9,)).to(DT), torch.randint(-5, 6, (7, 5)).to(DT), torch.randint(-4, 5, (7, 6)).to(DT)")})
 
 

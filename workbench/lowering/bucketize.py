@@ -36,19 +36,22 @@ def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
         x, seq = node.args[:2]
         right = bool(node.kwargs.get("right", False))
         sorter = None
-    if not (isinstance(seq, fx.Node) and isinstance(x, fx.Node)):
+    # searchsorted.Scalar: one value, a literal of the kernel
+    scalar = isinstance(x, (int, float)) and not isinstance(x, bool) and packet(node) == "searchsorted"
+    if not (isinstance(seq, fx.Node) and (isinstance(x, fx.Node) or scalar)):
         raise Unsupported(f"unsupported: {op_name(node)} of a Python scalar")
-    common = torch.result_type(val(seq), val(x))
+    common = torch.result_type(val(seq), x if scalar else val(x))
     if common not in _ORDERED:
         raise Unsupported(f"unsupported: {op_name(node)} on {common}")
     ct = pw.TL_DTYPE[torch.float32 if common in (torch.float16, torch.bfloat16) else common]
     rows = val(seq).dim() > 1  # one boundary row per leading coordinate of the values
-    if rows and val(seq).shape[:-1] != val(x).shape[:-1]:
+    if rows and (scalar or val(seq).shape[:-1] != val(x).shape[:-1]):
         raise Unsupported(f"unsupported: {op_name(node)} with boundaries {tuple(val(seq).shape)} for values "
-                          f"{tuple(val(x).shape)}")
+                          f"{'a scalar' if scalar else tuple(val(x).shape)}")
     keep = "start = tl.where(go & ~(b > v), mid + 1, start)" if right else \
         "start = tl.where(go & ~(b >= v), mid + 1, start)"
     L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+         f"v = tl.full([BLOCK], {_literal(x)}, {ct})" if scalar else
          f"v = tl.load(x_ptr + offs, mask=mask, other=0).to({ct})",
          "base = (offs // xlast) * nb if ROWS else tl.zeros([BLOCK], dtype=tl.int64)",
          "start = tl.zeros([BLOCK], dtype=tl.int64)", "end = tl.zeros([BLOCK], dtype=tl.int64) + nb",
@@ -65,16 +68,22 @@ def search_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
     side_doc = "right" if right else "left"
     doc = f'    """{side_doc} binary search of each value in its row of the sorted boundaries."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in L]) + "\n"
-    xv, bv, v = names[x], names[seq], names[node]
+    bv, v = names[seq], names[node]
     out_dt = "torch.int32" if node.kwargs.get("out_int32", False) else "torch.int64"
     sv = f"{names[sorter]}.contiguous()" if sorter is not None else "_b"
-    launch = [f"_x = {xv}.contiguous()", f"_b = {bv}.contiguous()", f"_s = {sv}",
-              f"{v} = torch.empty({xv}.shape, dtype={out_dt}, device=dev)", f"_n = {xv}.numel()",
+    # the scalar overload: a 0-d result, and b's pointer in place of x's (never read)
+    xs, xn, xl = ("[]", "1", "1") if scalar else \
+        (f"{names[x]}.shape", f"{names[x]}.numel()", f"max({names[x]}.shape[-1] if {names[x]}.dim() else 1, 1)")
+    launch = [f"_b = {bv}.contiguous()", "_x = _b" if scalar else f"_x = {names[x]}.contiguous()", f"_s = {sv}",
+              f"{v} = torch.empty({xs}, dtype={out_dt}, device=dev)", f"_n = {xn}",
               f"_nb = {bv}.shape[-1] if {bv}.dim() else 1",
-              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_x, _b, _s, {v}, _n, _nb, "
-              f"max({xv}.shape[-1] if {xv}.dim() else 1, 1), _nb.bit_length(), ROWS={rows}, "
-              f"SORTER={sorter is not None}, BLOCK=BLOCK, num_warps=NUM_WARPS)"]
+              f"if _n: {name}[(triton.cdiv(_n, BLOCK),)](_x, _b, _s, {v}, _n, _nb, {xl}, _nb.bit_length(), "
+              f"ROWS={rows}, SORTER={sorter is not None}, BLOCK=BLOCK, num_warps=NUM_WARPS)"]
     return src, launch, set()
+
+
+def _literal(x: float) -> str:
+    return f'float("{x}")' if isinstance(x, float) and (x != x or x in (float("inf"), -float("inf"))) else repr(x)
 
 
 register("searchsorted", Primitive("search", TUNABLES, search_kernel))
