@@ -2,9 +2,10 @@
 
 Output o of a dim of input size I and output size O pools the window [floor(o*I/O), ceil((o+1)*I/O)),
 as PyTorch's `start_index`/`end_index`. One lane per output element of the flattened [P, O...] output
-(P: the leading batch and channel dims, which may be one dim or two); the window is a static loop of
-AP_K<d> steps, the longest window of that dim, computed on the host from the sizes (a constexpr: windows
-differ by one at most, so the loop masks the steps past each lane's end).
+(P: the leading batch and channel dims, which may be one dim or two); the window is a loop of AP_K<d> steps,
+the longest window of that dim, computed on the host from the sizes (windows differ by one at most, so the
+loop masks the steps past each lane's end). A runtime loop, not a static one: adaptive pooling to 1 x 1 of a
+224 x 224 map would unroll 50,176 steps.
 Max pooling also returns the flat index of the maximum in its input plane, as PyTorch: the first maximum,
 replaced by any later nan (`val > max || isnan(val)`), starting from the window's first position.
 Average pooling sums in fp32 and divides by the window's size, rounding once to the output dtype.
@@ -49,7 +50,7 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
         L.append("acc = tl.zeros([POOL_BLOCK], tl.float32)")
     ind = ""
     for d in sp:
-        L.append(f"{ind}for k{d} in tl.static_range(AP_K{d}):")
+        L.append(f"{ind}for k{d} in range(0, AP_K{d}):")
         ind += "    "
         L.append(f"{ind}i{d} = s{d} + k{d}")
     flat = "i0"
@@ -67,7 +68,7 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
         cnt = " * ".join(f"(e{d} - s{d})" for d in sp)
         L.append(f"tl.store(out_ptr + offs, {pw.narrow(f'acc / ({cnt}).to(tl.float32)', dt, used)}, mask=mask)")
     params = ["x_ptr", "out_ptr"] + (["idx_ptr"] if is_max else []) + ["TOTAL"] + [f"I{d}" for d in sp] + \
-        [f"O{d}" for d in sp] + ["POOL_BLOCK: tl.constexpr"] + [f"AP_K{d}: tl.constexpr" for d in sp]
+        [f"O{d}" for d in sp] + [f"AP_K{d}" for d in sp] + ["POOL_BLOCK: tl.constexpr"]
     kind = "max" if is_max else "avg"
     doc = f'    """adaptive {kind} pool{S}d of x viewed as [P, I...] (contiguous) to [P, O...]."""'
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
@@ -83,9 +84,8 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
     if is_max:
         launch.append(f"{outs[1]} = torch.empty(_shape, dtype=torch.int64, device=dev)")
     launch.append("_n = _numel(_shape)")
-    ks = ", ".join(f"AP_K{d}=_K[{d}]" for d in sp)
-    launch.append(f"if _n: {name}[(triton.cdiv(_n, POOL_BLOCK),)](_x, {', '.join(outs)}, _n, *_I, *_O, "
-                  f"POOL_BLOCK=POOL_BLOCK, {ks}, num_warps=NUM_WARPS)")
+    launch.append(f"if _n: {name}[(triton.cdiv(_n, POOL_BLOCK),)](_x, {', '.join(outs)}, _n, *_I, *_O, *_K, "
+                  "POOL_BLOCK=POOL_BLOCK, num_warps=NUM_WARPS)")
     return src, launch, used
 
 
