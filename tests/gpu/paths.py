@@ -58,12 +58,13 @@ def workbench(*args: str, cwd: Path | None = None, timeout: float = 600) -> tupl
     return proc, wall
 
 
-def record(path: str, wall_s: float, rc: int) -> None:
-    """One line per user path into `WB_GPU_CI_TIMES` (a JSON-lines file the GPU CI log keeps)."""
+def record(path: str, wall_s: float, rc: int, **extra: object) -> None:
+    """One line per user path into `WB_GPU_CI_TIMES` (a JSON-lines file the GPU CI log keeps), with `extra`
+    (an evaluation's own phase times, say)."""
     out = os.environ.get("WB_GPU_CI_TIMES")
     if out:
         with open(out, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"path": path, "wall_s": round(wall_s, 2), "rc": rc}) + "\n")
+            f.write(json.dumps({"path": path, "wall_s": round(wall_s, 2), "rc": rc, **extra}, default=str) + "\n")
 
 
 def explain(proc: subprocess.CompletedProcess) -> str:
