@@ -144,41 +144,48 @@ def unique_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> 
     if dim is not None:
         dim = dim % max(r, 1)
     xv, v = names[x], names[node]
+    # one host function per dtype, shared by every unique node: OpInfo's 528 unique samples inlined ~20 launch
+    # lines each, a candidate over the harness's 1 MB source limit
+    launch = [f"{v}_0, {v}_1, {v}_2 = __KNAME___host({xv}, {dim!r}, {srt}, dev)"]
+    host = f'''def __KNAME___host(x, dim, srt, dev):
+    """unique / unique_consecutive of x (flat when dim is None, else of the slices along dim): the launches."""
     if dim is None:
-        launch = [f"_xm = {xv}.reshape([{xv}.numel(), 1])"]
+        xm = x.reshape([x.numel(), 1])
     else:
-        launch = [f"_xm = {xv}.movedim({dim}, 0)" if r else f"_xm = {xv}.reshape([1])"]
-    launch += ["_R = _xm.shape[0]", "_K = _numel(_xm.shape[1:])", "_x = _xm.reshape([_R, _K]).contiguous()",
-               "_perm = torch.empty([_R], dtype=torch.int64, device=dev)",
-               # the tile's shape from K: UB_K columns (at most 32), the rest rows (_rank: split between i and j)
-               "_UK = min(triton.next_power_of_2(max(_K, 1)), 32)", "_UR = max(1, UNIQ_TILE // _UK)",
-               "_UI = 1 << ((_UR.bit_length() - 1 + 1) // 2)", "_UJ = max(1, _UR // _UI)",
-               "_nb = triton.cdiv(_R, _UR)",
-               "_cnt = torch.empty([max(_nb, 1)], dtype=torch.int32, device=dev)",
-               "_flag = torch.empty([_R], dtype=torch.int32, device=dev)",
-               "_off = torch.zeros([_nb + 1], dtype=torch.int64, device=dev)"]
-    if srt:
-        launch.append("if _R: __KNAME___rank[(triton.cdiv(_R, _UI),)](_x, _perm, _R, _K, UB_I=_UI, UB_J=_UJ, "
-                      "UB_K=_UK, num_warps=NUM_WARPS)")
-    launch += [f"if _R: __KNAME___flag[(_nb,)](_x, _perm, _flag, _cnt, _R, _K, SORTED={srt}, UB_R=_UR, UB_K=_UK, "
-               "num_warps=NUM_WARPS)",
-               "if _R: __KNAME___scan[(1,)](_cnt, _off, _nb, SCAN_CHUNK=SCAN_CHUNK)",
-               "_U = int(_off[_nb].item()) if _R else 0",  # the one value the host reads
-               f"_out = torch.empty([_U, _K], dtype={torch_dtype(dt)}, device=dev)",
-               "_inv = torch.empty([_R], dtype=torch.int64, device=dev)",
-               "_start = torch.empty([max(_U, 1)], dtype=torch.int64, device=dev)",
-               "_counts = torch.empty([_U], dtype=torch.int64, device=dev)",
-               f"if _R: __KNAME___write[(_nb,)](_x, _perm, _flag, _off, _out, _inv, _start, _R, _K, SORTED={srt}, "
-               "UB_R=_UR, UB_K=_UK, num_warps=NUM_WARPS)",
-               "if _U: __KNAME___counts[(triton.cdiv(_U, UNIQ_TILE),)](_start, _counts, _U, _R, UB_R=UNIQ_TILE, "
-               "num_warps=NUM_WARPS)"]
+        xm = x.movedim(dim, 0) if x.dim() else x.reshape([1])
+    R, K = xm.shape[0], _numel(xm.shape[1:])
+    xc = xm.reshape([R, K]).contiguous()
+    perm = torch.empty([R], dtype=torch.int64, device=dev)
+    # the tile's shape from K: UB_K columns (at most 32), the rest rows (_rank: split between i and j)
+    UK = min(triton.next_power_of_2(max(K, 1)), 32)
+    UR = max(1, UNIQ_TILE // UK)
+    UI = 1 << ((UR.bit_length() - 1 + 1) // 2)
+    UJ = max(1, UR // UI)
+    nb = triton.cdiv(R, UR)
+    cnt = torch.empty([max(nb, 1)], dtype=torch.int32, device=dev)
+    flag = torch.empty([R], dtype=torch.int32, device=dev)
+    off = torch.zeros([nb + 1], dtype=torch.int64, device=dev)
+    if R and srt:
+        __KNAME___rank[(triton.cdiv(R, UI),)](xc, perm, R, K, UB_I=UI, UB_J=UJ, UB_K=UK, num_warps=NUM_WARPS)
+    if R:
+        __KNAME___flag[(nb,)](xc, perm, flag, cnt, R, K, SORTED=srt, UB_R=UR, UB_K=UK, num_warps=NUM_WARPS)
+        __KNAME___scan[(1,)](cnt, off, nb, SCAN_CHUNK=SCAN_CHUNK)
+    U = int(off[nb].item()) if R else 0  # the one value the host reads
+    out = torch.empty([U, K], dtype={torch_dtype(dt)}, device=dev)
+    inv = torch.empty([R], dtype=torch.int64, device=dev)
+    start = torch.empty([max(U, 1)], dtype=torch.int64, device=dev)
+    counts = torch.empty([U], dtype=torch.int64, device=dev)
+    if R:
+        __KNAME___write[(nb,)](xc, perm, flag, off, out, inv, start, R, K, SORTED=srt, UB_R=UR, UB_K=UK,
+                               num_warps=NUM_WARPS)
+    if U:
+        __KNAME___counts[(triton.cdiv(U, UNIQ_TILE),)](start, counts, U, R, UB_R=UNIQ_TILE, num_warps=NUM_WARPS)
     if dim is None:
-        launch += [f"{v}_0 = _out.reshape([_U])", f"{v}_1 = _inv.reshape({xv}.shape)"]
-    else:
-        back = f".movedim(0, {dim})" if r else ".reshape([_U])"
-        launch += [f"{v}_0 = _out.reshape([_U, *_xm.shape[1:]]){back}", f"{v}_1 = _inv"]
-    launch.append(f"{v}_2 = _counts")
-    return _kernels(dt) + "\n\n" + _SCAN, launch, set()
+        return out.reshape([U]), inv.reshape(x.shape), counts
+    vals = out.reshape([U, *xm.shape[1:]])
+    return (vals.movedim(0, dim) if x.dim() else vals.reshape([U])), inv, counts
+'''
+    return _kernels(dt) + "\n\n" + _SCAN + "\n\n" + host, launch, set()
 
 
 for _op in ("_unique2", "unique_dim", "unique_consecutive"):
