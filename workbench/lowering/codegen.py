@@ -127,10 +127,10 @@ def _red_views(k, *xps):
 
 def _red_split(m, n, block_m, block_n, target=528):
     """How many programs share one row of a reduction: enough for `target` programs (RED_SPLIT_PROGS: 528 is
-    ~4 waves of an H200's 132 SMs), each walking at least 8 blocks (1 when the rows alone fill half of that or
-    the rows are short)."""
+    ~4 waves of an H200's 132 SMs), each walking at least 8 blocks (1 when the rows alone give two programs an
+    SM, or the rows are short: a second launch costs more than it gains there)."""
     progs = -(-m // block_m)
-    if n < 16 * block_n or progs >= target // 2:
+    if n < 16 * block_n or progs >= min(264, target // 2):
         return 1
     return max(1, min(-(-target // progs), n // (8 * block_n), 1024))
 
