@@ -4,15 +4,20 @@
 - protocol messages only in their phase; the judge reads only trusted buffers, and whatever breaks it is
   the candidate's failure, never `bad_spec` or `infra_error`;
 - seeds from the OS CSPRNG, nothing derivable from what the candidate can read.
+
+Every test that runs a candidate runs on the CPU and, under `pytest -m gpu`, on the GPU (`devices.py`), where
+the harnesses are shared per module, one per environment.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.harness.devices import DEVICES, sized
 from workbench.harness import Harness, policy
 from workbench.jobs import EvalJob
 from workbench.result import Status
@@ -68,11 +73,13 @@ def _children() -> set[int]:
     return out
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])
 @pytest.mark.parametrize("case", ["sum1500", "latin1_file", "lone_surrogate", "utf7"])
-def test_the_client_never_raises_and_leaves_no_process(tmp_path: Path, case: str, policy_on: bool) -> None:
+def test_the_client_never_raises_and_leaves_no_process(tmp_path: Path, case: str, policy_on: bool,
+                                                       device: str) -> None:
     before = _children()
-    h = Harness(device="cpu")
+    h = Harness(device=device)
     try:
         if case == "sum1500":
             cand: str | Path = HONEST + "\nS = " + " + ".join(["1"] * 1500) + "\n"
@@ -84,7 +91,7 @@ def test_the_client_never_raises_and_leaves_no_process(tmp_path: Path, case: str
             cand.write_bytes(_hidden_by("utf-7", "+AAo-import ctypes"))
         else:
             cand = HONEST + "\n# \ud800\n"
-        res = h.evaluate(SPEC, cand, trials=1, policy=policy_on)
+        res = h.evaluate(SPEC, cand, **sized(device, 1), policy=policy_on)
         if case == "sum1500" and not policy_on:
             # without the policy the importer itself meets it: the candidate's failure, reported
             assert res.status in (Status.COMPILE_ERROR, Status.REJECTED, Status.PASSED), res.error
@@ -98,39 +105,72 @@ def test_the_client_never_raises_and_leaves_no_process(tmp_path: Path, case: str
     assert _children() <= before
 
 
-def test_the_server_refuses_what_the_client_let_through_and_leaves_no_process(harness_env) -> None:
+def test_the_server_refuses_what_the_client_let_through_and_leaves_no_process(
+        harness_env, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's own check (a caller that skips the client's) takes no spare and leaves nothing."""
     with harness_env() as h:
         h.start()
-        job = EvalJob(spec_path=str(SPEC), candidate_source=HONEST + "\n# \udcff\n", trials=1, timeout_s=60,
-                      overrides={}, shapes=None, device="cpu", policy=False, timing=None)
-        h.precheck = lambda job: None  # type: ignore[method-assign]  # a client that does not look
+        size = sized(h.device, 1)
+        job = EvalJob(spec_path=str(SPEC), candidate_source=HONEST + "\n# \udcff\n", trials=size["trials"],
+                      timeout_s=60, overrides={}, shapes=size.get("shapes"), device=h.device, policy=False,
+                      timing=None)
+        monkeypatch.setattr(h, "precheck", lambda job: None)  # a client that does not look
         res = h.evaluate_job(job)
         assert res.status == Status.REJECTED and "malformed_source" in res.error, (res.status, res.error)
-        ok = h.evaluate(SPEC, SPEC.parent / "candidate.py", trials=1)
+        ok = h.evaluate(SPEC, SPEC.parent / "candidate.py", **size)
         assert ok.status == Status.PASSED, ok.error
 
 
 # -- protocol phases and the judge ----------------------------------------------------------------------------
-@pytest.fixture
-def harness_env(monkeypatch: pytest.MonkeyPatch):
-    def make(**env: str) -> Harness:
+@pytest.fixture(scope="module")
+def _gpu_harnesses():
+    """The GPU's harnesses, one per environment, shared by the module's tests (a start costs seconds)."""
+    made: dict[tuple[tuple[str, str], ...], Harness] = {}
+    yield made
+    for h in made.values():
+        h.close()
+
+
+@pytest.fixture(params=DEVICES)
+def harness_env(request, monkeypatch: pytest.MonkeyPatch, _gpu_harnesses):
+    """`harness_env(**env)`: a harness whose server starts with `env` set; a fresh one on the CPU, on the GPU
+    the module's one for that environment."""
+    device = request.param
+
+    @contextmanager
+    def make(**env: str):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        return Harness(device="cpu")
+        if device == "cpu":
+            with Harness(device="cpu") as h:
+                yield h
+            return
+        key = tuple(sorted(env.items()))
+        if key not in _gpu_harnesses:
+            _gpu_harnesses[key] = Harness(device=device)  # reads the environment now: its server's
+        yield _gpu_harnesses[key]
     return make
 
 
+# The environment of the runs with the in-process guards off, one for all (one GPU harness): the host's
+# secrets under names no filter would catch, and a world-readable .env beside the code, outside every path
+# the candidate needs (made only while the test that looks for it runs).
+CANARY = "wb-canary-" + os.urandom(6).hex()
+HOSTFILE = ROOT / f".wb-canary-{os.getpid()}.env"
+GUARDS_OFF = {"WB_GUARDS": "off", "WB_OUTBOX": "on", "WB_TEST_HOSTFILE": str(HOSTFILE), "WB_TEST_FILL_MB": "1024",
+              **{name: f"{CANARY}-{name}" for name in ("MYSQL_PWD", "DATABASE_URL", "PIP_INDEX_URL", "SOME_CONFIG")}}
+
+
 def test_a_message_out_of_its_phase_is_the_candidates_failure(harness_env) -> None:
-    with harness_env(WB_GUARDS="off") as h:
-        res = h.evaluate(SPEC, CASES / "second_isolated.py", trials=1, policy=False)
+    with harness_env(**GUARDS_OFF) as h:
+        res = h.evaluate(SPEC, CASES / "second_isolated.py", **sized(h.device, 1), policy=False)
     assert res.status == Status.REJECTED and "forged_report" in res.violations, (res.status, res.error)
 
 
 @pytest.mark.parametrize("outbox", ["on", "off"])
 def test_files_planted_for_the_judge_change_nothing_or_fail_the_candidate(harness_env, outbox: str) -> None:
-    with harness_env(WB_GUARDS="off", WB_OUTBOX=outbox) as h:
-        res = h.evaluate(SPEC, CASES / "plants_judge_files.py", trials=2, policy=False)
+    with harness_env(**{**GUARDS_OFF, "WB_OUTBOX": outbox}) as h:
+        res = h.evaluate(SPEC, CASES / "plants_judge_files.py", **sized(h.device, 2), policy=False)
     if outbox == "on":  # the judge reads the outbox only: the planted files are never opened
         assert res.status == Status.PASSED, (res.status, res.error)
         assert res.details["judged"]["files"] == 0
@@ -256,7 +296,8 @@ def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])
 def test_no_candidate_code_runs_in_the_save_after_done(harness_env, policy_on: bool) -> None:
     with harness_env() as h:
-        res = h.evaluate(SPEC, CASES / "works_in_the_save.py", trials=2, policy=policy_on, timeout_s=120)
+        res = h.evaluate(SPEC, CASES / "works_in_the_save.py", **sized(h.device, 2), policy=policy_on,
+                         timeout_s=120)
     assert res.status != Status.PASSED and res.fitness == 0.0, (res.status, res.fitness, res.error)
     if not policy_on:
         assert res.status in (Status.REJECTED, Status.INCORRECT), (res.status, res.error)
@@ -295,21 +336,16 @@ ROOT_ONLY = os.geteuid() == 0
 
 
 @pytest.mark.skipif(not ROOT_ONLY, reason="namespaces, mounts and uids need root")
-def test_host_secrets_and_files_do_not_reach_the_candidate(harness_env, monkeypatch: pytest.MonkeyPatch) -> None:
-    canary = "wb-canary-" + os.urandom(6).hex()
-    for name in ("MYSQL_PWD", "DATABASE_URL", "PIP_INDEX_URL", "SOME_CONFIG"):
-        monkeypatch.setenv(name, f"{canary}-{name}")
-    # a world-readable .env beside the code, outside every path the candidate needs
-    hostfile = ROOT / f".wb-canary-{os.getpid()}.env"
-    hostfile.write_text(f"API={canary}-file\n")
-    os.chmod(hostfile, 0o644)
+def test_host_secrets_and_files_do_not_reach_the_candidate(harness_env) -> None:
+    HOSTFILE.write_text(f"API={CANARY}-file\n")
+    os.chmod(HOSTFILE, 0o644)
     try:
-        with harness_env(WB_GUARDS="off", WB_TEST_HOSTFILE=str(hostfile), WB_TEST_FILL_MB="1024") as h:
-            res = h.evaluate(SPEC, CASES / "reads_host.py", trials=1, policy=False)
+        with harness_env(**GUARDS_OFF) as h:
+            res = h.evaluate(SPEC, CASES / "reads_host.py", **sized(h.device, 1), policy=False)
     finally:
-        hostfile.unlink()
+        HOSTFILE.unlink()
     assert res.status == Status.PASSED, (res.status, res.error)
-    assert canary not in res.to_json(), res.stdout_tail
+    assert CANARY not in res.to_json(), res.stdout_tail
     lines = {ln.split(" ", 1)[0]: ln for ln in res.stdout_tail.splitlines() if " " in ln}
     assert "HOSTFILE" in lines and "FileNotFoundError" in lines["HOSTFILE"], lines.get("HOSTFILE")
     assert res.isolation["claimed"]["masked"], res.isolation
