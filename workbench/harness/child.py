@@ -33,6 +33,7 @@ from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
 from workbench.harness import outfile as _outfile
 from workbench.harness import plan as _plan
+from workbench.harness import restrict as _restrict
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
 from workbench.harness import sandbox as _sandbox
@@ -346,10 +347,19 @@ class _CandidateRun:
         if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
             self.guard.install()
         t0 = time.perf_counter()
-        mspec = importlib.util.spec_from_file_location("candidate", self.cand_path)
-        module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
-        sys.modules["candidate"] = module
-        mspec.loader.exec_module(module)  # type: ignore[union-attr]
+        if os.environ.get("WB_GUARDS", "on") != "off":  # the run-time allow-list (`restrict.py`)
+            rules = _restrict.Rules(self.guard.refuse, tuple(self.job.get("allowed_imports", ())))
+            try:
+                module = _restrict.load_module(self.cand_path.read_bytes(), str(self.cand_path), rules)
+            except _restrict.Refused as exc:
+                _flag(self.guard, f"{exc.rule}:{exc.what}"[:160])
+                self.finish("rejected", f"import: refused by the run-time allow-list: {exc.rule}:{exc.what}")
+                return None
+        else:
+            mspec = importlib.util.spec_from_file_location("candidate", self.cand_path)
+            module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+            sys.modules["candidate"] = module
+            mspec.loader.exec_module(module)  # type: ignore[union-attr]
         model_new = getattr(module, "ModelNew", None)
         if not isinstance(model_new, type):
             self.finish("compile_error", "candidate defines no `ModelNew` class")

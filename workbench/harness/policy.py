@@ -243,7 +243,24 @@ def _bound_names(tree: ast.AST) -> set[str]:
             out.add(node.asname or node.name.split(".")[0])
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            out.add(node.rest)
     return out
+
+
+def _annotation_names(tree: ast.AST) -> set[int]:
+    """Ids of the names inside annotations (never evaluated under `from __future__ import annotations`)."""
+    anns: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            anns.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            anns.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            anns.append(node.annotation)
+    return {id(n) for a in anns for n in ast.walk(a) if isinstance(n, ast.Name)}
 
 
 def _format_fields_plain(text: str) -> bool:
@@ -263,6 +280,7 @@ class _Checker(ast.NodeVisitor):
         self.objects: dict[str, str] = {}   # local name -> the dotted object imported under it
         self.aliases: dict[str, str] = {}   # local name -> the imported class assigned to it (`T = torch.Tensor`)
         self.bound = _bound_names(tree)
+        self.annotation_names = _annotation_names(tree)
         self.func_stack: list[str] = []
         self.jit_depth = 0                  # inside a Triton kernel body
         self.hook_depth = 0                 # inside code Triton calls on the host (a hook, a lambda)
@@ -433,6 +451,11 @@ class _Checker(ast.NodeVisitor):
             if n not in self.bound and n not in self.modules and n not in self.objects \
                     and n not in _BUILTINS_ALLOWED and n in _ALL_BUILTINS:
                 self.flag(_BUILTIN_RULES.get(n, "forbidden_introspection"), n)
+            # A name nothing binds is no typo to let through: Triton's interpreter copies its own globals
+            # (`np`, `inspect`, its builder) into the module of every kernel it runs.
+            if n not in self.bound and n not in self.modules and n not in self.objects and n not in _ALL_BUILTINS \
+                    and n not in _DUNDER_NAMES_ALLOWED and id(node) not in self.annotation_names:
+                self.flag("import", f"unbound name {n}")
             # A kernel body names no torch at all (the interpreter would run it as Python); host hooks and
             # lambdas get the forward's rules (glue only), checked on every path below.
             if self.jit_depth and (self.modules.get(n, "").startswith("torch")

@@ -1,6 +1,7 @@
 """vector_add, plus a temporary file in TMPDIR as Triton's compiler makes on a GPU: the sandbox's tmp must be writable
-by the candidate's uid (a GPU-only failure once: every kernel compile hit EACCES)."""
-import tempfile
+by the candidate's uid (a GPU-only failure once: every kernel compile hit EACCES). `tempfile` is outside the
+run-time allow-list; `open` is the audit hook's to judge (inside the sandbox: allowed)."""
+import os
 
 import torch
 import torch.nn as nn
@@ -28,7 +29,8 @@ class ModelNew(nn.Module):
         self.scale = scale
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:  # what the GPU compiler does
+        path = os.environ.get("TMPDIR", "") + "/kernel.cubin"
+        with open(path, "wb") as f:  # what the GPU compiler does
             f.write(b"x")
         a, b = a.contiguous(), b.contiguous()
         out = torch.empty_like(a)
