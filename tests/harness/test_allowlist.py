@@ -86,6 +86,7 @@ def test_own_code_is_recorded_even_inside_a_launch(tmp_path: Path, form: str) ->
     ("getattr(x, 'nu' + 'mpy')()", "forbidden_torch_op"),
     ("getattr(x, 'tolist')()", "forbidden_torch_op"),
     ("torch.Tensor.numpy(x)", "forbidden_torch_op"),
+    ("torch.FloatTensor.numpy(x)", "forbidden_torch_op"),
     ("x.apply_(lambda v: v * 2)", "forbidden_torch_op"),
     ("x.map_(x, lambda v, w: v + w)", "forbidden_torch_op"),
     ("x.untyped_storage()", "forbidden_introspection"),
@@ -224,3 +225,15 @@ def test_the_static_policy_refuses_a_name_nothing_binds() -> None:
         assert any(v.startswith(f"import:unbound name {name}") for v in found), found
     lazy = "from __future__ import annotations\n" + honest + "\n\ndef helper(x: Undefined) -> Other:\n    return x\n"
     assert policy.check_source(lazy) == []
+
+
+def test_a_tensor_subclass_reaches_no_banned_method_through_super(tmp_path: Path) -> None:
+    mod, found = _load(tmp_path, """
+        import torch
+        class T(torch.Tensor):
+            def leak(self):
+                return super().numpy()
+        """)
+    with pytest.raises(_Refusal):
+        torch.ones(2).as_subclass(mod.T).leak()
+    assert found == ["forbidden_torch_op:Tensor.numpy"], found

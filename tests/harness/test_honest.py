@@ -72,16 +72,16 @@ def test_data_dependent_input_sizes(harness: Harness) -> None:
 
 
 def test_stdlib_helpers_are_outside_the_allow_list_in_the_text_and_at_run_time(harness: Harness) -> None:
-    """logging, warnings and namedtuple are routes to frames and module attributes the allow-list does not
-    admit (a second red team used logging's and typing's): the static policy refuses them, and with it off
-    the run-time allow-list (`restrict.py`) refuses the same import, before the module runs."""
+    """enum, logging, warnings and namedtuple are routes to frames and module attributes the allow-list does
+    not admit (a second red team used logging's and typing's): the static policy refuses them, and with it
+    off the run-time allow-list (`restrict.py`) refuses the first import, before the module runs."""
     spec = ROOT / "examples" / "vector_add" / "spec.py"
     cand = Path(__file__).parent / "specs" / "stdlib_candidate.py"
     res = harness.evaluate(spec, cand, trials=2)
     assert res.status == Status.REJECTED and res.error.startswith("static policy:"), res.error
     assert any(v.startswith(("import:import enum", "forbidden_introspection:import logging")) for v in res.violations)
     res = harness.evaluate(spec, cand, trials=2, policy=False)
-    assert res.status == Status.REJECTED and res.violations == ["forbidden_introspection:logging"], \
+    assert res.status == Status.REJECTED and res.violations == ["import:enum"], \
         (res.status, res.error, res.violations)
 
 

@@ -52,13 +52,15 @@ _RESERVED = "__wb"
 _DUNDER_NAMES = frozenset({"__name__", "__all__", "__file__", "__doc__"})
 
 # Modules a candidate's code may hold and read: what it may import, the torch and Triton submodules the
-# static policy lets it reach by attribute, and a few that neither compute nor reflect.
-RUNTIME_MODULES = frozenset(policy._IMPORTABLE | set(policy._TRITON_EXTRA) | {
-    "torch.cuda", "torch.nn.init", "time", "json", "enum", "itertools", "collections", "collections.abc",
-})
+# static policy lets it reach by attribute, and two that neither compute nor reflect (their misuse, a
+# patched clock or a forged report, is caught by name: `monkeypatch:time.perf_counter`, `forged_report`).
+RUNTIME_MODULES = frozenset(policy._IMPORTABLE | set(policy._TRITON_EXTRA) | {"torch.cuda", "torch.nn.init",
+                                                                               "time", "json"})
 _TENSOR_WRITABLE = frozenset({"requires_grad", "data", "grad"})
-_FRAME_ATTRS = policy._FRAME_ATTRS | {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "frame"}
+_FRAME_ATTRS = policy._FRAME_ATTRS | {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
 _FRAME_DUNDERS = frozenset({"__globals__", "__closure__", "__code__", "__builtins__", "__traceback__"})
+# The banned Tensor methods themselves, however reached (`torch.FloatTensor.numpy is torch.Tensor.numpy`).
+_BANNED_METHODS = {id(getattr(torch.Tensor, n)): n for n in policy._TENSOR_METHODS_BANNED if hasattr(torch.Tensor, n)}
 _REFUSED_BUILTINS = ("eval", "exec", "compile", "globals", "locals", "vars", "breakpoint")
 
 
@@ -246,7 +248,7 @@ class Rules:
         # a spec that trusts NumPy (`ALLOWED_IMPORTS = [..., "numpy"]`) lets tensors cross to it and back
         self.numpy_ok = any(t == "numpy" or t.startswith("numpy.") for t in self.trusted)
         self.own: set[type] = set()          # classes the candidate's code created
-        self._fast: set[tuple[type, str]] = set()  # (type of an instance, name) already allowed
+        self._fast: set[tuple[Any, str]] = set()  # (module or type of an instance, name) already allowed
         self._import = builtins.__import__
         self._build_class = builtins.__build_class__
 
@@ -297,7 +299,8 @@ class Rules:
                 if rule and not (obj is torch.cuda and name in policy._TORCH_CUDA_ALLOWED):
                     return (rule, f"{obj.__name__}.{name}")
             return None
-        tensor = isinstance(obj, torch.Tensor) or (isinstance(obj, type) and issubclass(obj, torch.Tensor))
+        cls = obj.__self_class__ if isinstance(obj, super) else obj  # `super().numpy` in a Tensor subclass
+        tensor = isinstance(cls, torch.Tensor) or (isinstance(cls, type) and issubclass(cls, torch.Tensor))
         if tensor and name in policy._TENSOR_METHODS_BANNED and not (self.numpy_ok and name == "numpy"):
             return (policy._TENSOR_METHODS_BANNED[name], f"Tensor.{name}")
         if name.startswith("_") and not self._own_object(obj):
@@ -307,16 +310,21 @@ class Rules:
         return None
 
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
-        key = (type(obj), name)
+        # what was allowed once is allowed again: by (module, name), or by (type, name) for an instance
+        # whose rule depends on its type alone (not a class, a `super`, a string)
+        key = (obj, name) if type(obj) is types.ModuleType else (type(obj), name)
         if key not in self._fast:
             why = self.read_rule(obj, name)
             if why is not None:
                 self.refuse(*why)
-            if not isinstance(obj, (types.ModuleType, type, str)):
+            if not isinstance(obj, (type, str, super)):
                 self._fast.add(key)
         value = getattr(obj, name, *default)
         if type(value) is types.ModuleType:
             self._module_value(obj, name, value)
+        elif id(value) in _BANNED_METHODS and not (self.numpy_ok and _BANNED_METHODS[id(value)] == "numpy"):
+            n = _BANNED_METHODS[id(value)]
+            self.refuse(policy._TENSOR_METHODS_BANNED[n], f"Tensor.{n}")
         return value
 
     def hasattr(self, obj: Any, name: str) -> bool:
