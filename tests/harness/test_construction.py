@@ -293,6 +293,58 @@ def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPat
         shutil.rmtree(srv.root, ignore_errors=True)
 
 
+_STARVED_AFTER_DONE = """
+import os, sys
+cmd, rep = int(sys.argv[1]), int(sys.argv[2])
+os.read(cmd, 1)                      # `go`
+os.write(rep, b"d")                  # `done`
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # from now on it runs only when a CPU is idle
+for _ in range(200):
+    os.sched_yield()                 # runnable, no work: a loaded host keeps it from its read for a while
+os.read(cmd, 1)
+"""
+
+
+def test_a_loaded_host_is_not_work_after_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `done` an honest process that the scheduler keeps from the CPU (every core busy) is runnable, not
+    working: the check waits on its own CPU clock instead of calling it work after 0.5 s of wall time."""
+    import multiprocessing
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    from workbench.harness import server
+
+    monkeypatch.setenv("WB_SANDBOX", "off")
+    monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
+    srv = server.Server("cpu")
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", _STARVED_AFTER_DONE, str(cmd_r), str(rep_w)],
+                            pass_fds=(cmd_r, rep_w))
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 2.5: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(multiprocessing.cpu_count() + 1)]
+    try:
+        time.sleep(0.5)  # every core busy
+        os.write(cmd_w, b"g")
+        assert os.read(rep_r, 1) == b"d"
+        t0 = time.monotonic()
+        quiet = srv._idle(proc.pid)
+        if quiet is None:
+            pytest.skip("/proc/<pid>/syscall is not readable here")
+        assert quiet is True and time.monotonic() - t0 > 0.5, time.monotonic() - t0  # it did wait past 0.5 s
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+        os.write(cmd_w, b"x")
+        proc.wait(timeout=30)
+        for fd in (cmd_r, cmd_w, rep_r, rep_w):
+            os.close(fd)
+        shutil.rmtree(srv.root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])
 def test_no_candidate_code_runs_in_the_save_after_done(harness_env, policy_on: bool) -> None:
     with harness_env() as h:
