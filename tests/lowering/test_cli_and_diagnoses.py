@@ -13,7 +13,7 @@ SPECS = Path(__file__).parent / "specs"
 
 @pytest.mark.parametrize("name, expected", [
     ("bad_svd", "unsupported: aten._linalg_svd.default"),
-    ("bad_inverse", "unsupported: aten.linalg_inv_ex.default"),
+    ("bad_matrix_exp", "unsupported: aten.linalg_matrix_exp.default"),
     ("bad_branch", "capture failed: data-dependent"),
     ("bad_nonzero", "unsupported: aten.index.Tensor"),
 ])
@@ -22,6 +22,15 @@ def test_diagnosis_is_one_line(name: str, expected: str) -> None:
     assert res.source is None
     assert res.diagnosis.startswith(expected), res.diagnosis
     assert "\n" not in res.diagnosis
+
+
+def test_an_inverse_through_an_effect_token_is_lowered_and_right(tmp_path: Path) -> None:
+    from tests.lowering.helpers import check_candidate
+
+    spec = SPECS / "matrix_power_inverse.py"
+    res = lower_spec(spec)
+    assert res.source is not None, res.diagnosis
+    check_candidate(spec, res.source, tmp_path)
 
 
 def test_bad_spec_file(tmp_path: Path) -> None:

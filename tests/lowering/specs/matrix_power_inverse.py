@@ -1,5 +1,6 @@
-"""Unsupported: a matrix inverse; its decomposition threads an effect token (export's side-effect input)
-through the graph, which once crashed the lowering (IndexError) instead of naming the op."""
+"""A matrix inverse through matrix_power(x, -2): its decomposition threads an effect token (export's
+side-effect input) through the graph, which once crashed the lowering (IndexError); now lowered
+(`linalg_small.py`)."""
 import torch
 import torch.nn as nn
 
