@@ -6,9 +6,12 @@
 # four small dependencies) and KernelBench as published in .kernelbench/ (ignored, never committed).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_ci}; mkdir -p "$OUT"
+# Two of these may run side by side (the exploit suites beside the user paths): the first installs, under a lock.
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || echo "wheel install failed: the tests that need them skip"
+  ( flock 9; [ -e /tmp/site/.installed ] || {
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && touch /tmp/site/.installed || echo "wheel install failed: the tests that need them skip"; }
+  ) 9>/tmp/site.lock
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PIP_NO_INDEX=1 PYTHONUNBUFFERED=1 WB_GPU_CI_TIMES=$OUT/paths.jsonl WB_GPU_CI_LOGS=$OUT/logs
