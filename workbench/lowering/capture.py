@@ -79,7 +79,41 @@ def decomposition_table() -> dict:
     # (decomposed, 6 layers x 512 steps are 3072 unrolled cells: lowering ran past 150 s on the 2-core CPU)
     for op in (torch.ops.aten.lstm.input, torch.ops.aten.gru.input):
         table.pop(op, None)
+    for op, fn in list(table.items()):
+        if _takes_str_reduction(fn):
+            table[op] = _int_reduction(fn)
     return table
+
+
+# ATen's loss ops take `reduction` as an int (`at::Reduction`), but some decompositions are the Python refs,
+# which accept only the string: OpInfo's samples call margin_ranking_loss / hinge_embedding_loss with the int
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _takes_str_reduction(fn: Any) -> bool:
+    import inspect
+
+    try:
+        p = inspect.signature(fn).parameters.get("reduction")
+    except (TypeError, ValueError):
+        return False
+    return p is not None and str(p.annotation) in ("str", "<class 'str'>")
+
+
+def _int_reduction(fn: Any) -> Any:
+    import functools
+    import inspect
+
+    pos = list(inspect.signature(fn).parameters).index("reduction")
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > pos and isinstance(args[pos], int):
+            args = (*args[:pos], _REDUCTIONS[args[pos]], *args[pos + 1:])
+        if isinstance(kwargs.get("reduction"), int):
+            kwargs["reduction"] = _REDUCTIONS[kwargs["reduction"]]
+        return fn(*args, **kwargs)
+    return wrapped
 
 
 def _one_line(exc: BaseException) -> str:

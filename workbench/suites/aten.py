@@ -51,6 +51,7 @@ class OpCase:
     dropped: int = 0             # samples whose arguments cannot be spelled in a spec
     method: bool = False         # called as the Tensor method `name` on the first argument, not torch.<name>
     copy: bool = False           # a view op: the spec returns a contiguous copy of each output
+    storages: set[int] = field(default_factory=set)  # storages of earlier samples' tensors (`_own_tensors`)
 
 
 def load_op_db() -> list[Any]:
@@ -208,8 +209,22 @@ def _check_sample(case: OpCase, fn: Any, sample: Any) -> str:
         case.dropped += 1
         return ""
     case.calls.append(_shift(enc, len(case.tensors)))
-    case.tensors.extend(tensors)
+    case.tensors.extend(_own_tensors(case, tensors))
     return ""
+
+
+def _own_tensors(case: OpCase, tensors: list[Any]) -> list[Any]:
+    """A sample's tensors, copied where an earlier sample holds the same storage.
+
+    OpInfo reuses tensor objects across samples (batch_norm's running statistics): saved together they alias, an
+    op that mutates one (training batch_norm) changes what a later sample reads, and torch.export refuses to
+    trace a mutated input that aliases another ("expected compiled_fn to be GraphModule"). Each sample then gets
+    its own tensors, as OpInfo's tests run each sample alone; aliasing within one sample is kept."""
+    own = {id(t): t for t in tensors if _storages(t) & case.storages}
+    copies = {k: t.clone() for k, t in own.items()}
+    out = [copies.get(id(t), t) for t in tensors]
+    case.storages |= _storages(out)
+    return out
 
 
 def _shift(obj: Any, base: int) -> Any:
