@@ -81,3 +81,24 @@ def test_scope_excludes_factories_and_random_ops_and_takes_views_as_copies():
     assert why == "" and case.calls and len(case.tensors) == 2 * len(case.calls)
     with pytest.raises(SuiteError, match="unknown OpInfo"):
         run_aten(ops="no_such_op", device="cpu", progress=False)
+
+
+def test_each_sample_owns_its_tensors_and_batch_norm_specs_lower(tmp_path):
+    """OpInfo hands batch_norm's samples the same running-statistics tensors: saved as they are they alias, and
+    export refused the training samples' mutation of an aliased input. Each sample gets its own copy."""
+    from pathlib import Path
+
+    from workbench.lowering import lower_spec
+    from workbench.suites.aten import _storages, write_spec
+
+    db = {o.name: o for o in load_op_db() if not o.variant_test_name}
+    case, why = classify(db["native_batch_norm"], "float32")
+    assert why == ""
+    seen: set[int] = set()
+    for args, _ in case.calls:
+        idx = [a["__t__"] for a in args if isinstance(a, dict) and "__t__" in a]
+        mine = _storages([case.tensors[i] for i in idx])
+        assert not mine & seen, "a sample reads a storage an earlier sample holds"
+        seen |= mine
+    res = lower_spec(write_spec(case, Path(tmp_path)))
+    assert res.ok, res.diagnosis

@@ -1,0 +1,47 @@
+"""Capture classes (workbench/lowering/capture.py): loss decompositions that take only a string `reduction` get
+ATen's int, and a forward that branches on tensor values is traced on its real inputs, specialized to the
+branches they take; each checked against PyTorch in the dtypes the ops take."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lowering.test_primitives import FLOATS, _family
+from workbench.lowering.capture import _int_reduction, _takes_str_reduction, decomposition_table
+
+
+def test_str_reduction_refs_take_ints() -> None:
+    import torch
+
+    aten = torch.ops.aten
+    table = decomposition_table()
+    a, b, t = torch.randn(6), torch.randn(6), torch.randn(6).sign()
+    for red, name in enumerate(("none", "mean", "sum")):  # at::Reduction's order
+        got = table[aten.margin_ranking_loss.default](a, b, t, 0.2, red)
+        torch.testing.assert_close(got, torch.nn.functional.margin_ranking_loss(a, b, t, 0.2, reduction=name))
+        got = table[aten.hinge_embedding_loss.default](a, t, 0.7, red)
+        torch.testing.assert_close(got, torch.nn.functional.hinge_embedding_loss(a, t, 0.7, reduction=name))
+    assert _takes_str_reduction(_int_reduction(lambda x, reduction="mean": x).__wrapped__) is False
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_int_reduction_losses(tmp_path: Path, dt: str) -> None:
+    mrl, hel = "nn.functional.margin_ranking_loss", "nn.functional.hinge_embedding_loss"
+    _family(tmp_path, "int_reduction", dt, {
+        "margin": ("a, b, t", f"{mrl}(a, b, t), {mrl}(a, b, t, margin=0.3, reduction='sum'), "
+                   f"{mrl}(a, b, t, reduction='none')",
+                   "torch.randn(5, 7).to(DT), torch.randn(5, 7).to(DT), torch.randn(5, 7).sign().to(DT)"),
+        "hinge": ("x, y", f"{hel}(x, y), {hel}(x, y, margin=0.5, reduction='none'), {hel}(x, y, reduction='sum')",
+                  "torch.randn(3, 11).to(DT), (torch.randn(3, 11).sign()).to(DT)")})
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_value_branches_traced_on_real_inputs(tmp_path: Path, dt: str) -> None:
+    """gaussian_nll_loss raises on a negative variance (`if torch.any(var < 0)`), take's decomposition guards on
+    its index values: both failed as data-dependent under fake tensors."""
+    gn = "nn.functional.gaussian_nll_loss"
+    _family(tmp_path, "value_branches", dt, {
+        "gnll": ("x, y, v", f"{gn}(x, y, v), {gn}(x, y, v[:, :1], full=True, reduction='sum')",
+                 "torch.randn(4, 9).to(DT), torch.randn(4, 9).to(DT), (torch.rand(4, 9) + 0.1).to(DT)"),
+        "take": ("x, i", "torch.take(x, i)", "torch.randn(5, 7).to(DT), torch.randint(-35, 35, (3, 4))")})
