@@ -1,6 +1,7 @@
 """Capture classes (workbench/lowering/capture.py): loss decompositions that take only a string `reduction` get
 ATen's int, and a forward that branches on tensor values is traced on its real inputs, specialized to the
-branches they take; each checked against PyTorch in the dtypes the ops take."""
+branches they take; `empty_permuted` allocations (cosine_embedding_loss) are glue; each checked against PyTorch
+in the dtypes the ops take."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,3 +46,13 @@ def test_value_branches_traced_on_real_inputs(tmp_path: Path, dt: str) -> None:
         "gnll": ("x, y, v", f"{gn}(x, y, v), {gn}(x, y, v[:, :1], full=True, reduction='sum')",
                  "torch.randn(4, 9).to(DT), torch.randn(4, 9).to(DT), (torch.rand(4, 9) + 0.1).to(DT)"),
         "take": ("x, i", "torch.take(x, i)", "torch.randn(5, 7).to(DT), torch.randint(-35, 35, (3, 4))")})
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_cosine_embedding_loss_empty_permuted(tmp_path: Path, dt: str) -> None:
+    """cosine_embedding_loss's graph allocates with `empty_permuted` (glue: storage in the layout's order)."""
+    cel = "nn.functional.cosine_embedding_loss"
+    _family(tmp_path, "cosine_embedding", dt, {
+        "cel": ("a, b, y", f"{cel}(a, b, y), {cel}(a, b, y, margin=0.3, reduction='none'), "
+                f"{cel}(a[0], b[0], y[:1].squeeze(0), reduction='sum')",
+                "torch.randn(5, 7).to(DT), torch.randn(5, 7).to(DT), torch.randn(5).sign().to(DT)")})

@@ -73,6 +73,14 @@ def _empty_strided(v: str, node: fx.Node, e: Expr) -> list[str]:
     return [f"{v} = torch.empty_strided({e(node.args[0])}, {e(node.args[1])}, dtype={_dtype_of(node)}, device=dev)"]
 
 
+def _empty_permuted(v: str, node: fx.Node, e: Expr) -> list[str]:
+    """empty_permuted(size, physical_layout): storage in the layout's dim order, viewed back in logical order
+    (zero-filled as `empty` is here)."""
+    return [f"_sz, _pl = {e(node.args[0])}, {e(node.args[1])}",
+            f"{v} = torch.full([_sz[_p] for _p in _pl], 0, dtype={_dtype_of(node)}, device=dev)"
+            ".permute(sorted(range(len(_pl)), key=lambda _d: _pl[_d]))"]
+
+
 def _scalar_tensor(v: str, node: fx.Node, e: Expr) -> list[str]:
     return [f"{v} = torch.full([], {e(node.args[0])}, dtype={_dtype_of(node)}, device=dev)"]
 
@@ -150,6 +158,7 @@ GLUE: dict[str, Rule] = {
     "ones_like": _like("1"),
     "empty_like": _like("0"),
     "empty_strided": _empty_strided,
+    "empty_permuted": _empty_permuted,
     "scalar_tensor": _scalar_tensor,
     "arange": _arange,
 }
