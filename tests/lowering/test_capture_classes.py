@@ -1,7 +1,7 @@
 """Capture classes (workbench/lowering/capture.py): loss decompositions that take only a string `reduction` get
 ATen's int, and a forward that branches on tensor values is traced on its real inputs, specialized to the
-branches they take; `empty_permuted` allocations (cosine_embedding_loss) are glue; each checked against PyTorch
-in the dtypes the ops take."""
+branches they take; `empty_permuted` allocations (cosine_embedding_loss) are glue, `_trilinear` (bilinear) is
+decomposed; each checked against PyTorch in the dtypes the ops take."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,3 +56,13 @@ def test_cosine_embedding_loss_empty_permuted(tmp_path: Path, dt: str) -> None:
         "cel": ("a, b, y", f"{cel}(a, b, y), {cel}(a, b, y, margin=0.3, reduction='none'), "
                 f"{cel}(a[0], b[0], y[:1].squeeze(0), reduction='sum')",
                 "torch.randn(5, 7).to(DT), torch.randn(5, 7).to(DT), torch.randn(5).sign().to(DT)")})
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_bilinear_trilinear_decomposed(tmp_path: Path, dt: str) -> None:
+    """F.bilinear's `_trilinear` decomposed (capture.py) into broadcast products summed over the two input dims."""
+    bl = "nn.functional.bilinear"
+    _family(tmp_path, "bilinear", dt, {
+        "bl": ("a, b, w, c", f"{bl}(a, b, w, c), {bl}(a[0], b[0], w), {bl}(a.unsqueeze(0), b.unsqueeze(0), w, c)",
+               "torch.randn(5, 3).to(DT), torch.randn(5, 7).to(DT), (torch.randn(4, 3, 7) / 3).to(DT), "
+               "torch.randn(4).to(DT)")})

@@ -82,7 +82,21 @@ def decomposition_table() -> dict:
     for op, fn in list(table.items()):
         if _takes_str_reduction(fn):
             table[op] = _int_reduction(fn)
+    table[aten._trilinear.default] = _trilinear
     return table
+
+
+def _trilinear(i1: torch.Tensor, i2: torch.Tensor, i3: torch.Tensor, expand1: list[int], expand2: list[int],
+               expand3: list[int], sumdim: list[int], unroll_dim: int = 1) -> torch.Tensor:
+    """F.bilinear's core (ATen has no decomposition for it): each input unsqueezed at its expand dims, the
+    product summed over `sumdim` (ATen Linear.cpp; `unroll_dim` only picks its loop order)."""
+    xs = []
+    for x, expand in ((i1, expand1), (i2, expand2), (i3, expand3)):
+        for d in sorted(expand):
+            x = x.unsqueeze(d)
+        xs.append(x)
+    prod = xs[0] * xs[1] * xs[2]
+    return prod.sum(list(sumdim)) if len(sumdim) else prod
 
 
 # ATen's loss ops take `reduction` as an int (`at::Reduction`), but some decompositions are the Python refs,
