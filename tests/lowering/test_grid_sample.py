@@ -14,6 +14,7 @@ import torch
 
 from tests.lowering.helpers import load_module
 from tests.lowering.test_primitives import FLOATS, SPEC, _family
+from workbench.harness.policy import check_source
 from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
@@ -78,6 +79,7 @@ def test_grid_sampler_kernels_compile_for_sm90(tmp_path: Path) -> None:
                                        f"{GRID3}"))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
+    assert check_source(res.source) == []  # the harness's policy (a kernel once rebound `id`, helpers unbound)
     path = tmp_path / "cand_gs_sm90.py"
     path.write_text(res.source)
     cand, ref = load_module(path, "cand_gs_sm90"), load_module(spec, "ref_gs_sm90")

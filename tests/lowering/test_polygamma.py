@@ -11,6 +11,7 @@ import torch
 
 from tests.lowering.helpers import load_module
 from tests.lowering.test_primitives import SPEC, _family
+from workbench.harness.policy import check_source
 from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
@@ -74,6 +75,7 @@ def test_polygamma_kernels_compile_for_sm90(tmp_path: Path) -> None:
                                 inputs=X.format(n=9)))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
+    assert check_source(res.source) == []  # the harness's policy (a kernel once rebound `id`, helpers unbound)
     path = tmp_path / "cand_pg_sm90.py"
     path.write_text(res.source)
     cand, ref = load_module(path, "cand_pg_sm90"), load_module(spec, "ref_pg_sm90")

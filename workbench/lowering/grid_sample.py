@@ -71,9 +71,9 @@ def grid_sampler_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], exp
     L += ["c = rest % C", "n = rest // C", "gbase = n * gs_n + " + " + ".join(f"o{d} * gs_{d}" for d in sp)]
     for k, d in enumerate(reversed(sp)):
         L.append(f"g{d} = tl.load(g_ptr + gbase + {k} * gs_k, mask=mask, other=0.0).to(tl.float32)")
-        L.append(f"i{d} = {_unnormalize(f'g{d}', f'I{d}f', align)}")
+        L.append(f"u{d} = {_unnormalize(f'g{d}', f'I{d}f', align)}")
         if mode != "bicubic":
-            L += _pad(f"i{d}", f"I{d}f", padding, align)
+            L += _pad(f"u{d}", f"I{d}f", padding, align)
     L += ["xbase = n * xs_n + c * xs_c", "acc = tl.zeros([BLOCK], tl.float32)"]
 
     def tap(coords: dict[str, str], weight: str) -> list[str]:
@@ -84,20 +84,20 @@ def grid_sampler_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], exp
 
     if mode == "nearest":
         for d in sp:  # nearbyint: half to even
-            L += [f"r{d} = tl.floor(i{d} + 0.5)",
-                  f"r{d} = tl.where((r{d} - i{d} == 0.5) & (r{d} - 2.0 * tl.floor(r{d} * 0.5) != 0.0), r{d} - 1.0, "
+            L += [f"r{d} = tl.floor(u{d} + 0.5)",
+                  f"r{d} = tl.where((r{d} - u{d} == 0.5) & (r{d} - 2.0 * tl.floor(r{d} * 0.5) != 0.0), r{d} - 1.0, "
                   f"r{d}).to(tl.int64)"]
         L += tap({d: f"r{d}" for d in sp}, "")
     elif mode == "bilinear":
         for d in sp:
-            L += [f"f{d} = tl.floor(i{d})", f"t{d} = i{d} - f{d}", f"a{d} = f{d}.to(tl.int64)"]
+            L += [f"f{d} = tl.floor(u{d})", f"t{d} = u{d} - f{d}", f"a{d} = f{d}.to(tl.int64)"]
         for corner in range(1 << S):
             bits = {d: (corner >> (S - 1 - j)) & 1 for j, d in enumerate(sp)}
             w = " * ".join(f"t{d}" if bits[d] else f"(1.0 - t{d})" for d in sp)
             L += tap({d: f"(a{d} + {bits[d]})" for d in sp}, f"({w})")
     else:  # bicubic: the padding goes on each tap's integer coordinate
         for d in sp:
-            L += [f"f{d} = tl.floor(i{d})", f"t{d} = i{d} - f{d}"] + _cubic(f"t{d}", f"w{d}")
+            L += [f"f{d} = tl.floor(u{d})", f"t{d} = u{d} - f{d}"] + _cubic(f"t{d}", f"w{d}")
             for j in range(4):
                 L.append(f"q{d}{j} = f{d} + {j - 1}.0")
                 L += _pad(f"q{d}{j}", f"I{d}f", padding, align)
