@@ -30,8 +30,9 @@ MAX_N = 64
 MAX_SWEEPS = 16  # quadratic convergence: 6 to 9 sweeps reach the fp32 floor at n = 64
 EPS32 = 2.0 ** -23
 
-# the rotation of each pair from its 2 x 2 problem: d (own diagonal entry / squared column norm), dk (the partner's), g (the coupling entry);
-# J's column j holds c at (j, j) and -s / +s at (partner, j), as J(p, q) of Golub and Van Loan
+# the rotation of each pair from its 2 x 2 problem: d (own diagonal entry / squared column norm), dk_ (the
+# partner's), g (the coupling entry); J's column j holds c at (j, j) and -s / +s at (partner, j), as J(p, q) of
+# Golub and Van Loan
 _ROTATION = '''            isp = r < k
             app = tl.where(isp, d, dk_)
             aqq = tl.where(isp, dk_, d)
