@@ -59,9 +59,9 @@ _SORT = '''        before = (cc < n) & ((key[None, :] < key[:, None]) | ((key[No
 '''
 
 SRC = '''@triton.jit
-def __KNAME___eigh(a_ptr, w_ptr, v_ptr, x_ptr, atol_ptr, rtol_ptr, n, a_sb, a_sr, a_sc, v_sb, v_sr, v_sc,
-                   rtol_default, NP: tl.constexpr, VECS: tl.constexpr, PINV: tl.constexpr, HAS_ATOL: tl.constexpr,
-                   HAS_RTOL: tl.constexpr, MAX_SWEEPS: tl.constexpr):
+def __KNAME___eigh(a_ptr, w_ptr, v_ptr, x_ptr, atol_ptr, rtol_ptr, tol_sb, tol_sb2, n, a_sb, a_sr, a_sc,
+                   v_sb, v_sr, v_sc, rtol_default, NP: tl.constexpr, VECS: tl.constexpr, PINV: tl.constexpr,
+                   HAS_ATOL: tl.constexpr, HAS_RTOL: tl.constexpr, MAX_SWEEPS: tl.constexpr):
     """A [n, n] symmetric, from its lower triangle (the upper one through swapped strides): eigenvalues W
     ascending, eigenvectors V (A = V diag(W) V^T) when VECS, pinv(A) = V diag(1/W, |W| > tol) V^T when PINV."""
     bi = tl.program_id(0).to(tl.int64)
@@ -104,7 +104,7 @@ __SORT__        tl.store(w_ptr + bi * n + r, tl.sum(tl.where(P, d[:, None], 0.0)
 
 
 @triton.jit
-def __KNAME___svd(a_ptr, s_ptr, u_ptr, v_ptr, x_ptr, atol_ptr, rtol_ptr, m, n, a_sb, a_sr, a_sc,
+def __KNAME___svd(a_ptr, s_ptr, u_ptr, v_ptr, x_ptr, atol_ptr, rtol_ptr, tol_sb, tol_sb2, m, n, a_sb, a_sr, a_sc,
                   u_sb, u_sr, u_sc, v_sb, v_sr, v_sc, x_sr, x_sc, rtol_default,
                   MP: tl.constexpr, NP: tl.constexpr, VECS: tl.constexpr, PINV: tl.constexpr,
                   HAS_ATOL: tl.constexpr, HAS_RTOL: tl.constexpr, MAX_SWEEPS: tl.constexpr):
@@ -157,9 +157,9 @@ __SORT__        Pf = tl.where(P, 1.0, 0.0)
 # or to 0 where a positive atol is given
 _CUTOFF = '''        at = mx * 0.0
         if HAS_ATOL:
-            at = tl.load(atol_ptr + bi).to(tl.float32)
+            at = tl.load(atol_ptr + bi * tol_sb).to(tl.float32)
         if HAS_RTOL:
-            rt = tl.load(rtol_ptr + bi).to(tl.float32)
+            rt = tl.load(rtol_ptr + bi * tol_sb2).to(tl.float32)
         elif HAS_ATOL:
             rt = tl.where(at > 0.0, 0.0, rtol_default)
         else:
@@ -186,7 +186,7 @@ def _tol_lines(node: fx.Node, names: dict[fx.Node, str]) -> tuple[list[str], str
         elif v is not None:
             L.append(f"_{key} = torch.full([max(_numel(_bt), 1)], {float(v)!r}, dtype=torch.float32, device=dev)")
         else:
-            L.append(f"_{key} = _A3")
+            L.append(f"_{key} = _X.view([-1])")  # not read
         args.append(f"HAS_{key.upper()}={v is not None}")
     return L, ", ".join(args)
 
@@ -207,8 +207,8 @@ def _eigh(node: fx.Node, names: dict[fx.Node, str], p: str) -> list[str]:
          f"_V = torch.empty([*_bt, _n, _n] if {vecs} else [0], dtype=torch.float32, device=dev)",
          "_X = torch.empty([*_bt, _n, _n] if " + str(pinv) + " else [0], dtype=torch.float32, device=dev)"]
     tol, targs = (_tol_lines(node, names) if pinv else ([], "HAS_ATOL=False, HAS_RTOL=False"))
-    L += tol if pinv else ["_atol = _A3", "_rtol = _A3"]
-    L += ["if _Bn and _n: __KNAME___eigh[(_Bn,)](_A3, _W, _V, _X, _atol, _rtol, _n, *_as, "
+    L += (tol if pinv else ["_atol = _rtol = _X.view([-1])"]) + ["_ts = (_atol.stride(0), _rtol.stride(0))"]
+    L += ["if _Bn and _n: __KNAME___eigh[(_Bn,)](_A3, _W, _V, _X, _atol, _rtol, *_ts, _n, *_as, "
           f"*((_n * _n, _n, 1) if {vecs} else (0, 0, 0)), {EPS32!r} * _n, NP=max(16, triton.next_power_of_2(_n)), "
           f"VECS={vecs}, PINV={pinv}, {targs}, MAX_SWEEPS={MAX_SWEEPS}, num_warps=NUM_WARPS)"]
     if pinv:
@@ -243,8 +243,8 @@ def _svd(node: fx.Node, names: dict[fx.Node, str], p: str) -> list[str]:
           "_xs = (1, _m) if _wide else (_m, 1)",                     # pinv(A^T) = pinv(A)^T
           "_Uo, _Vo = (_Vh, _U) if _wide else (_U, _Vh)"]
     tol, targs = (_tol_lines(node, names) if pinv else ([], "HAS_ATOL=False, HAS_RTOL=False"))
-    L += tol if pinv else ["_atol = _A3", "_rtol = _A3"]
-    L += ["if _Bn and _k: __KNAME___svd[(_Bn,)](_A3, _S, _Uo, _Vo, _X, _atol, _rtol, _tm, _tn, *_as, *_us, *_vs, "
+    L += (tol if pinv else ["_atol = _rtol = _X.view([-1])"]) + ["_ts = (_atol.stride(0), _rtol.stride(0))"]
+    L += ["if _Bn and _k: __KNAME___svd[(_Bn,)](_A3, _S, _Uo, _Vo, _X, _atol, _rtol, *_ts, _tm, _tn, *_as, *_us, *_vs, "
           f"*_xs, {EPS32!r} * max(_m, _n), MP=max(16, triton.next_power_of_2(_tm)), "
           f"NP=max(16, triton.next_power_of_2(_tn)), VECS={vecs}, PINV={pinv}, {targs}, MAX_SWEEPS={MAX_SWEEPS}, "
           "num_warps=NUM_WARPS)"]
