@@ -182,7 +182,7 @@ def _tol_lines(node: fx.Node, names: dict[fx.Node, str]) -> tuple[list[str], str
     for key in ("atol", "rtol"):
         v = node.kwargs.get(key)
         if isinstance(v, fx.Node):
-            L.append(f"_{key} = torch.broadcast_to({names[v]}, _bt).reshape([-1])")
+            L.append(f"_{key} = {names[v]}.expand(_bt).reshape([-1])")
         elif v is not None:
             L.append(f"_{key} = torch.full([max(_numel(_bt), 1)], {float(v)!r}, dtype=torch.float32, device=dev)")
         else:
