@@ -3,11 +3,13 @@ fp64 (the same spec in float64, the referee): eigvalsh (lower and upper triangle
 triangle read matters), eigh's values and the invariants of its vectors (V diag(W) V^T, V^T V: the vectors
 themselves are unique only up to sign), svdvals of tall and wide batches, U diag(S) Vh and U^T U, pinv (SVD and
 hermitian, default, atol and rtol cutoffs, a rank-deficient input), pinverse, matrix_rank (SVD and hermitian),
-matrix_norm 2 / -2 / nuc, cond; n = 1, a 0 x 0 batch, and n = 64 (a 64 x 64 eigvalsh, a 64 x 33 svdvals)."""
+matrix_norm 2 / nuc, cond; n = 1 and a 0 x 0 batch. n = 64 (a 64 x 64 eigvalsh, a 64 x 33 svdvals and pinv) is the
+slow test: about 20 s of Triton's interpreter."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.lowering.helpers import flat, load_module
@@ -19,31 +21,32 @@ from workbench.tolerances import tolerance_for
 L = "torch.linalg"
 SYM = "(lambda x: x + x.mT)(torch.randn({s}))"
 CASES = {
-    "eigh": ("a, s", f"{L}.eigvalsh(a), {L}.eigvalsh(a, UPLO='U'), {L}.eigh(s)[0], "
+    "eigh": ("a, s", f"{L}.eigvalsh(a), {L}.eigvalsh(a, UPLO='U'), "
              f"(lambda w, v: v @ torch.diag_embed(w) @ v.mT)(*{L}.eigh(a)), "
              f"(lambda w, v: v.mT @ v)(*{L}.eigh(s, UPLO='U')), {L}.eigvalsh(a[:, :1, :1]), {L}.eigvalsh(a[:0]), "
              f"{L}.matrix_rank(s, hermitian=True), {L}.pinv(s, hermitian=True), "
              f"{L}.pinv(s[0], hermitian=True, atol=1.5)",
              f"torch.randn(3, 5, 5), {SYM.format(s='2, 1, 6, 6')}"),
-    "svd": ("w, d", f"{L}.svdvals(w), {L}.svdvals(w.mT), {L}.svdvals(w[0, :1, :1]), "
+    "svd": ("w", f"{L}.svdvals(w), {L}.svdvals(w[0, :1, :1]), "
             f"(lambda u, s, vh: u @ torch.diag_embed(s) @ vh)(*{L}.svd(w, full_matrices=False)), "
             f"(lambda u, s, vh: u.mT @ u)(*{L}.svd(w.mT, full_matrices=False)), "
-            f"(lambda u, s, v: u @ torch.diag_embed(s) @ v.mT)(*torch.svd(w[:, :4, :4])), "
             f"{L}.pinv(w), {L}.pinv(w.mT), {L}.pinv(w, rtol=0.3), {L}.pinv(w, atol=1.0), torch.pinverse(w[1]), "
-            f"{L}.matrix_rank(w), {L}.matrix_rank(d), {L}.pinv(d), {L}.matrix_norm(w, 2), "
-            f"{L}.matrix_norm(w, -2), {L}.matrix_norm(w, 'nuc'), {L}.cond(w[:, :4, :4])",
-            # d: rank 2 by construction, 6 x 5
-            "torch.randn(2, 7, 5), torch.randn(2, 6, 2) @ torch.randn(2, 2, 5)"),
-    "big": ("g, t", f"{L}.eigvalsh(g), {L}.svdvals(t)", f"{SYM.format(s='64, 64')}, torch.randn(64, 33)"),
+            f"{L}.matrix_rank(w), {L}.matrix_norm(w, 2), {L}.matrix_norm(w, 'nuc'), {L}.cond(w[:, :4, :4])",
+            "torch.randn(2, 7, 5)"),
+    # rank 2 by construction, 6 x 5: its numerical rank and pinv depend on the dtype's eps (the default cutoff), so
+    # this case is compared with PyTorch's fp32 only
+    "deficient": ("d", f"{L}.matrix_rank(d), {L}.pinv(d)", "torch.randn(2, 6, 2) @ torch.randn(2, 2, 5)"),
 }
-EXPR = ", ".join(e for _, e, _ in CASES.values())
+BIG = {"big": ("g, t", f"{L}.eigvalsh(g), {L}.svdvals(t), {L}.pinv(t)",
+               f"{SYM.format(s='64, 64')}, torch.randn(64, 33)")}
 
 
-def _lowered(tmp_path: Path, stem: str) -> tuple[str, object, object]:
-    args = ", ".join(a for a, _, _ in CASES.values())
-    inputs = ", ".join(i for _, _, i in CASES.values())
+def _lowered(tmp_path: Path, stem: str, cases: dict[str, tuple[str, str, str]]) -> tuple[str, object, object]:
+    args = ", ".join(a for a, _, _ in cases.values())
+    expr = ", ".join(e for _, e, _ in cases.values())
+    inputs = ", ".join(i for _, _, i in cases.values())
     spec = tmp_path / f"{stem}.py"
-    spec.write_text(SPEC.format(dt="float32", init="        pass", args=args, expr=EXPR, inputs=inputs))
+    spec.write_text(SPEC.format(dt="float32", init="        pass", args=args, expr=expr, inputs=inputs))
     res = lower_spec(spec)
     assert res.source is not None, res.diagnosis
     path = tmp_path / f"cand_{stem}.py"
@@ -55,21 +58,33 @@ def test_linalg_jacobi_fp32(tmp_path: Path) -> None:
     _family(tmp_path, "jacobi", "float32", CASES)
 
 
-def test_linalg_jacobi_against_fp64_and_sm90(tmp_path: Path) -> None:
-    """The lowered fp32 results are as close to PyTorch's fp64 answer as the fp32 tolerance; then the kernels, as
-    launched here (n = 5 to 64), compile for sm_90 within its register and shared-memory limits."""
-    source, cand, ref = _lowered(tmp_path, "jacobi64")
+def _against_fp64_and_sm90(tmp_path: Path, stem: str, cases: dict[str, tuple[str, str, str]]) -> None:
+    """The lowered fp32 results are as close to PyTorch's fp64 answer as the fp32 tolerance (integer outputs, the
+    ranks, equal to fp32's); then the kernels, as launched here, compile for sm_90 within its limits."""
+    source, cand, ref = _lowered(tmp_path, stem, cases)
     torch.manual_seed(1)
     inp = ref.get_inputs()
-    got = flat(cand.ModelNew()(*inp))
+    with sc.recording() as launches, torch.no_grad():
+        got = flat(cand.ModelNew()(*inp))
     want = flat(ref.Model()(*[x.double() for x in inp]))
+    want32 = flat(ref.Model()(*inp))
     atol, rtol = tolerance_for(torch.float32)
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w, w32) in enumerate(zip(got, want, want32)):
         if w.dtype.is_floating_point:
             torch.testing.assert_close(g.double(), w, atol=atol, rtol=rtol, msg=lambda m, i=i: f"output {i}: {m}")
         else:
-            assert torch.equal(g.long(), w.long()), f"output {i}"
-    launches = sc.record_launches(cand.ModelNew(), inp)
-    assert {ln.kernel.rsplit("_", 1)[-1] for ln in launches} >= {"eigh", "svd"}
+            assert torch.equal(g, w32), f"output {i}"
+    assert {"eigh", "svd"} <= {ln.kernel.rsplit("_", 1)[-1] for ln in launches}
     bad = [f.why() for f in sc.compile_launches(source, launches) if not f.ok]
     assert not bad, bad
+
+
+def test_linalg_jacobi_against_fp64_and_sm90(tmp_path: Path) -> None:
+    _against_fp64_and_sm90(tmp_path, "jacobi64", {k: v for k, v in CASES.items() if k != "deficient"})
+
+
+@pytest.mark.slow  # about 20 s of the interpreter at n = 64, twice
+def test_linalg_jacobi_n64(tmp_path: Path) -> None:
+    """n = 64, the largest a program holds: against PyTorch's fp32 and fp64; the NP = 64 kernels compile for sm_90."""
+    _family(tmp_path, "jacobi_big", "float32", BIG)
+    _against_fp64_and_sm90(tmp_path, "jacobi_big64", BIG)
