@@ -1,5 +1,5 @@
 """matrix_exp (workbench/lowering/linalg_exp.py) against PyTorch's fp32 and against its fp64 in fp32, fp16 and bf16
-(the dtypes OpInfo gives it): norms below and far above the scaling threshold (no squaring, 7 squarings), a batch,
+(the dtypes OpInfo gives it): norms below and far above the scaling threshold (no squaring, about 6 squarings), a batch,
 1 x 1, a 0 x 0 batch and a 64 x 64 matrix; the launches compile for sm_90. fp16 and bf16 are judged against fp64
 only: PyTorch's CPU kernel computes them in half precision (on OpInfo's 5 x 5 samples it is off by 2e4, or NaN),
 this one in fp32, rounded once."""
@@ -16,7 +16,7 @@ from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
 
-# the fp32 case squares 7 times (||8 a||_1 is about 50); in fp16 exp of it would overflow, so halves stop at `a`
+# the fp32 case squares about 6 times (||8 a||_1 is about 50); in fp16 exp of it would overflow, so halves stop at `a`
 SMALL = ("torch.linalg.matrix_exp(a * 0.05), torch.linalg.matrix_exp(a), torch.linalg.matrix_exp(a[:, :1, :1]), "
          "torch.linalg.matrix_exp(a[:, :0, :0]), torch.linalg.matrix_exp(b * 0.1)")
 CASES = {"expm": ("a, b", SMALL + ", torch.matrix_exp(a[0] * 8.0)",
