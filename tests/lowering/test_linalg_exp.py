@@ -12,6 +12,7 @@ import torch
 
 from tests.lowering.helpers import flat, load_module
 from tests.lowering.test_primitives import SPEC, _family
+from workbench.harness.policy import check_source
 from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
@@ -49,5 +50,6 @@ def test_matrix_exp_against_fp64_and_sm90(tmp_path: Path, dt: str) -> None:
         torch.testing.assert_close(g.double(), w, atol=atol, rtol=rtol, msg=lambda m, i=i: f"output {i}: {m}")
     if dt != "float32":
         return
+    assert check_source(res.source) == []  # the harness's policy (pinv once called torch.broadcast_to)
     bad = [f.why() for f in sc.compile_launches(res.source, launches) if not f.ok]
     assert launches and not bad, bad

@@ -14,6 +14,7 @@ import torch
 
 from tests.lowering.helpers import flat, load_module
 from tests.lowering.test_primitives import SPEC
+from workbench.harness.policy import check_source
 from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
@@ -74,6 +75,7 @@ def _check(tmp_path: Path, stem: str, cases: dict[str, tuple[str, str, str]], fp
             torch.testing.assert_close(g.double(), w64, atol=atol, rtol=rtol, msg=lambda m, i=i: f"output {i}: {m}")
     ours = [ln for ln in launches if ln.kernel.startswith("jacobi_")]  # the matmuls etc. are tested elsewhere
     assert ours
+    assert check_source(source) == []  # the harness's policy (pinv once called torch.broadcast_to)
     bad = [f.why() for f in sc.compile_launches(source, ours) if not f.ok]
     assert not bad, bad
 

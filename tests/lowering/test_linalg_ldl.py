@@ -10,6 +10,7 @@ import torch
 
 from tests.lowering.helpers import flat, load_module
 from tests.lowering.test_primitives import SPEC, _family
+from workbench.harness.policy import check_source
 from workbench.lowering import lower_spec
 from workbench.lowering import sm90_check as sc
 from workbench.tolerances import tolerance_for
@@ -52,5 +53,6 @@ def test_linalg_ldl_pivots_occur_against_fp64_and_sm90(tmp_path: Path) -> None:
         torch.testing.assert_close(got[i].double(), want[i], atol=atol, rtol=rtol, msg=lambda m, i=i: f"out {i}: {m}")
     ours = [ln for ln in launches if ln.kernel.startswith("ldl_")]  # the pointwise kernels are tested elsewhere
     assert {"ldl", "solve"} <= {ln.kernel.rsplit("_", 1)[-1] for ln in ours}
+    assert check_source(res.source) == []  # the harness's policy (pinv once called torch.broadcast_to)
     bad = [f.why() for f in sc.compile_launches(res.source, ours) if not f.ok]
     assert not bad, bad
