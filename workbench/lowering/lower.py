@@ -14,6 +14,7 @@ from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
 from workbench.lowering.lifted import with_lifted_constants
+from workbench.lowering.mask_index import expand_mask_indices
 from workbench.lowering.norm_stats import fold_stats
 from workbench.lowering.roofline import Work, graph_work
 from workbench.lowering.softmax_match import fold_gathered_log_softmax, pair_logsumexp
@@ -60,6 +61,7 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         log.debug("no work estimate for %s", spec_path, exc_info=True)
         work = None
     rewrite_addmm(cap.graph)
+    expand_mask_indices(cap.graph)
     fold_stats(cap.graph)
     fold_gathered_log_softmax(cap.graph)
     pair_logsumexp(cap.graph)
