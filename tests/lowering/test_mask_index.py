@@ -19,6 +19,8 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("dt", [*FLOATS, "int64"])
+# fp16 and bf16 add nothing the index kernels do not already test in their own files: slow
+@pytest.mark.parametrize("dt", [pytest.param(d, marks=pytest.mark.slow) if d in ("float16", "bfloat16") else d
+                                for d in [*FLOATS, "int64"]])
 def test_mask_index(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "mask_index", dt, CASES)

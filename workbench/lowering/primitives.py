@@ -20,7 +20,8 @@ from typing import Any, Callable
 MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize", "copies", "frexp", "gather",
            "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies",
            "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode", "repeat_interleave",
-           "linalg_small", "polygamma", "grid_sample", "linalg_jacobi", "linalg_qr", "linalg_exp", "linalg_ldl")
+           "linalg_small", "polygamma", "grid_sample", "linalg_jacobi", "linalg_qr", "linalg_exp", "linalg_ldl",
+           "hash_tensor")
 
 
 @dataclass(frozen=True)
