@@ -33,7 +33,11 @@ def _calls(kind: str) -> str:
 @pytest.mark.parametrize("dt", FLOATS)
 def test_segment_reduce(tmp_path: Path, dt: str) -> None:
     _family(tmp_path, "segment_reduce", dt, {"lengths": ("x, g", _calls("lengths"), f"{DATA}, {LENGTHS}"),
-                                              "offsets": ("x, g", _calls("offsets"), f"{DATA}, {OFFSETS}")})
+                                              "offsets": ("x, g", _calls("offsets"), f"{DATA}, {OFFSETS}"),
+                                              # long sums: fp16/bf16 round after every add, as ATen's kernel
+                                              "long": ("y", f"{SR}(y, 'sum', lengths=torch.tensor([150, 50])), "
+                                                       f"{SR}(y, 'mean', offsets=torch.tensor([0, 3, 200]))",
+                                                       "(torch.rand(200) + 1).to(DT)")})
 
 
 def test_segment_reduce_kernel_compiles_for_sm90(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ the end offsets[outer, s + 1]). Each segment starts from `initial` (else 0, 1, -
 min take a nan and keep it (`isnan(v) ? v : std::max(acc, v)`); mean divides by the length when it is > 0 and the
 sum is not nan, and an empty segment without `initial` is nan.
 One lane per output element of [outer, S, inner]; its start is a loop over the row's lengths (S steps) and its
-segment a loop to the block's longest (a block reduction, nothing read by the host). Reduced in fp32, rounded once
-to the output dtype.
+segment a loop to the block's longest (a block reduction, nothing read by the host). Computed in fp32 registers,
+rounded to fp16/bf16 after every step as ATen's CPU kernel (its accumulator is the data's dtype) does.
 """
 from __future__ import annotations
 
@@ -41,7 +41,11 @@ def segment_reduce_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], e
     axis = val(seg).dim() - 1
     is_off = offsets is not None
     used: set[str] = set()
-    init = repr(float(initial)) if initial is not None else _INIT[reduce]
+
+    def rnd(e: str) -> str:  # ATen's CPU kernel accumulates in the data's dtype: fp16/bf16 round every step
+        return f"({e})" if dt == torch.float32 else f"{pw.narrow(f'({e})', dt, used)}.to(tl.float32)"
+
+    init = repr(float(torch.tensor(float(initial), dtype=dt))) if initial is not None else _INIT[reduce]
     L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < TOTAL",
          "inner = offs % INNER", "rest = offs // INNER", "s = rest % S", "outer = rest // S",
          f"lrow = outer * {'(S + 1)' if is_off else 'S'}"]
@@ -58,11 +62,11 @@ def segment_reduce_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], e
           "for j in range(0, lmax):",
           "    ok = mask & (j < length)",
           "    v = tl.load(x_ptr + base + (start + j) * INNER, mask=ok, other=0.0).to(tl.float32)",
-          f"    acc = tl.where(ok, {_STEP[reduce]}, acc)"]
+          f"    acc = tl.where(ok, {rnd(_STEP[reduce])}, acc)"]
     if reduce == "mean":
         if initial is None:
             L.append('acc = tl.where(length == 0, float("nan"), acc)')
-        L.append("acc = tl.where((length > 0) & (acc == acc), acc / length.to(tl.float32), acc)")
+        L.append(f"acc = tl.where((length > 0) & (acc == acc), {rnd('acc / length.to(tl.float32)')}, acc)")
     L.append(f"tl.store(out_ptr + offs, {pw.narrow('acc', dt, used) if dt != torch.float32 else 'acc'}, mask=mask)")
     params = ["x_ptr", "seg_ptr", "out_ptr", "TOTAL", "S", "AXIS", "INNER", "BLOCK: tl.constexpr"]
     doc = (f'    """segment_reduce {reduce} by {"offsets" if is_off else "lengths"}: out[outer, s, inner] over '
