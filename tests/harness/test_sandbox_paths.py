@@ -66,3 +66,53 @@ sys.exit(os.waitstatus_to_exitcode(status))
         assert res.returncode == 0, res.stderr[-2000:]
     finally:
         subprocess.run(["rm", "-rf", str(base), str(sandbox), "/tmp/wb-lazy-probe"], check=False)
+
+
+def test_the_c_compiler_triton_uses_is_bound_whole_when_the_host_hides_it(tmp_path, monkeypatch):
+    """Triton builds its launchers with `$CC` (else gcc, else clang on PATH) inside the candidate's process: a
+    toolchain the sandbox would hide (the H200 image's /opt/gcc/bin/gcc) comes back with its whole prefix
+    (cc1 under libexec); one the candidate sees already (/usr/bin/gcc) adds nothing."""
+    from workbench.harness.sandbox import code_paths, compiler_prefixes
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "gcc").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "gcc").chmod(0o755)
+    assert compiler_prefixes({"CC": str(tmp_path / "bin" / "gcc")}) == {str(tmp_path.resolve())}
+    assert compiler_prefixes({"PATH": str(tmp_path / "bin")}) == {str(tmp_path.resolve())}
+    assert compiler_prefixes({"CC": "/usr/bin/gcc"}) == set()
+    assert compiler_prefixes({"PATH": "/nonexistent"}) == set()
+    monkeypatch.setenv("CC", str(tmp_path / "bin" / "gcc"))
+    assert str(tmp_path.resolve()) in code_paths()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_a_hidden_toolchain_runs_inside_the_sandbox():
+    base = Path("/tmp") / f"wb-cc-{os.getpid()}"
+    (base / "bin").mkdir(parents=True, exist_ok=True)
+    (base / "libexec").mkdir(exist_ok=True)
+    (base / "libexec" / "cc1").write_text("compiler part\n")
+    (base / "bin" / "gcc").write_text(f"#!/bin/sh\ntest -f {base}/libexec/cc1 && echo compiled\n")
+    (base / "bin" / "gcc").chmod(0o755)
+    sandbox = Path("/dev/shm") / f"wb-cc-sb-{os.getpid()}"
+    sandbox.mkdir(exist_ok=True)
+    script = f"""
+import os, subprocess, sys
+from pathlib import Path
+from workbench.harness import sandbox as sb
+iso = sb.Isolation()
+sb.unshare_namespaces(iso)
+pid = os.fork()
+if pid == 0:
+    sb.after_pid_fork(iso)
+    sb.confine_filesystem(iso, Path({str(sandbox)!r}), None, 0)
+    out = subprocess.run([os.environ["CC"]], capture_output=True, text=True).stdout.strip()
+    os._exit(0 if out == "compiled" else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    try:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "CC": str(base / "bin" / "gcc")}
+        res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr[-2000:]
+    finally:
+        subprocess.run(["rm", "-rf", str(base), str(sandbox)], check=False)

@@ -178,6 +178,26 @@ _HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx3
                            "tmp"})
 
 
+def compiler_prefixes(environ: "os._Environ[str] | dict[str, str] | None" = None) -> set[str]:
+    """The install prefix of the C compiler Triton builds its launchers with (Triton's rule: `$CC`, else gcc,
+    else clang on `PATH`), when it lies outside the host directories the candidate sees: a toolchain under
+    /opt (the H200 image's `/opt/gcc/bin/gcc`) needs its whole prefix (cc1 in libexec, its libraries)."""
+    import shutil
+
+    env = os.environ if environ is None else environ
+    path = env.get("PATH")
+    found = [env["CC"]] if env.get("CC") else [shutil.which("gcc", path=path), shutil.which("clang", path=path)]
+    cc = next((c for c in found if c), None)
+    if cc is None:
+        return set()
+    real = os.path.realpath(shutil.which(cc, path=path) or cc)
+    parts = real.split(os.sep)
+    hidden = parts[1] not in _HOST_VISIBLE or any(real.startswith(m + os.sep) for m in _CODE_MASKED)
+    if len(parts) < 4 or parts[-2] != "bin" or not hidden:  # /usr/bin/gcc: the candidate sees it already
+        return set()
+    return {os.path.dirname(os.path.dirname(real))}  # /opt/gcc/bin/gcc -> /opt/gcc
+
+
 def code_paths(extra_modules: list[str] | tuple[str, ...] = ()) -> list[str]:
     """What the candidate's process needs to go on importing: the interpreter's prefixes (the standard
     library, the venv's site-packages with torch and Triton) whole, and from any other `sys.path` entry
@@ -188,7 +208,7 @@ def code_paths(extra_modules: list[str] | tuple[str, ...] = ()) -> list[str]:
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var) and os.path.isdir(os.environ[var]):
             prefixes.add(os.path.realpath(os.environ[var]))
-    wanted = set(prefixes)
+    wanted = set(prefixes) | compiler_prefixes()
     entries = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
     inside = {e for e in entries if any(e == q or e.startswith(q + os.sep) for q in prefixes)}
     wanted |= inside
