@@ -1,0 +1,16 @@
+"""Unsupported: an FFT (complex intermediates): one line naming the op."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.fft.irfft(torch.fft.rfft(x))
+
+
+def get_inputs():
+    return [torch.randn(3, 4, 4)]
+
+
+def get_init_inputs():
+    return []
