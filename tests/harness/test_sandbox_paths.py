@@ -21,6 +21,26 @@ def test_only_code_under_a_private_temp_dir_is_bound_back_over_it():
     assert under_masked_tmp(["/tmp/x/pkg"], masked=("/var/tmp",)) == []
 
 
+def _confined(sandbox: Path, body: str, prelude: str = "") -> str:
+    """A script that confines a forked child to `sandbox` as the candidate's process is, then runs `body` in
+    it (indented four spaces; it ends with `os._exit`); the script exits with the child's status."""
+    return f"""
+import os, subprocess, sys
+{prelude}
+from pathlib import Path
+from workbench.harness import sandbox as sb
+iso = sb.Isolation()
+sb.unshare_namespaces(iso)
+pid = os.fork()
+if pid == 0:
+    sb.after_pid_fork(iso)
+    sb.confine_filesystem(iso, Path({str(sandbox)!r}), None, 0)
+{body}
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 def test_a_module_under_tmp_imports_lazily_inside_the_sandbox_and_nothing_beside_it_shows():
     """The candidate's process imports lazily after the sandbox is built (torch's submodules): with a package
@@ -34,17 +54,7 @@ def test_a_module_under_tmp_imports_lazily_inside_the_sandbox_and_nothing_beside
     (base / "data.txt").write_text("host data\n")
     sandbox = Path("/dev/shm") / f"wb-lazy-sb-{os.getpid()}"
     sandbox.mkdir(exist_ok=True)
-    script = f"""
-import os, sys
-sys.path.insert(0, {str(base)!r})
-from pathlib import Path
-from workbench.harness import sandbox as sb
-iso = sb.Isolation()
-sb.unshare_namespaces(iso)
-pid = os.fork()
-if pid == 0:
-    sb.after_pid_fork(iso)
-    sb.confine_filesystem(iso, Path({str(sandbox)!r}), None, 0)
+    script = _confined(sandbox, f"""\
     import lazy_pkg_wb, lazy_mod_wb
     base = {str(base)!r}
     checks = {{
@@ -55,10 +65,7 @@ if pid == 0:
     }}
     bad = [k for k, v in checks.items() if not v]
     print("FAILED", bad, iso.code_under_tmp, iso.missing, file=sys.stderr) if bad else None
-    os._exit(3 if bad else 0)
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+    os._exit(3 if bad else 0)""", prelude=f"sys.path.insert(0, {str(base)!r})")
     try:
         (Path("/tmp") / "wb-lazy-probe").write_text("another job's file in /tmp: hidden in the sandbox\n")
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -95,21 +102,9 @@ def test_a_hidden_toolchain_runs_inside_the_sandbox():
     (base / "bin" / "gcc").chmod(0o755)
     sandbox = Path("/dev/shm") / f"wb-cc-sb-{os.getpid()}"
     sandbox.mkdir(exist_ok=True)
-    script = f"""
-import os, subprocess, sys
-from pathlib import Path
-from workbench.harness import sandbox as sb
-iso = sb.Isolation()
-sb.unshare_namespaces(iso)
-pid = os.fork()
-if pid == 0:
-    sb.after_pid_fork(iso)
-    sb.confine_filesystem(iso, Path({str(sandbox)!r}), None, 0)
+    script = _confined(sandbox, """\
     out = subprocess.run([os.environ["CC"]], capture_output=True, text=True).stdout.strip()
-    os._exit(0 if out == "compiled" else 3)
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+    os._exit(0 if out == "compiled" else 3)""")
     try:
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "CC": str(base / "bin" / "gcc")}
         res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
