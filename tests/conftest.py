@@ -25,11 +25,15 @@ def _marker_expression(argv: list[str]) -> str:
 
 
 def _gpu_run(argv: list[str]) -> bool:
+    # An xdist worker's argv is not pytest's: it inherits the controller's decision through the environment.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return os.environ.get("WB_PYTEST_GPU_RUN") == "1"
     expr = _marker_expression(argv)
     return "gpu" in expr and "not gpu" not in expr and cuda_visible()
 
 
 GPU_RUN = _gpu_run(sys.argv)
+os.environ["WB_PYTEST_GPU_RUN"] = "1" if GPU_RUN else "0"
 if not GPU_RUN:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

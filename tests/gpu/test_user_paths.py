@@ -15,6 +15,9 @@ import pytest
 from tests.gpu.paths import REPO, explain, keep, kernelbench_root, problem, record, workbench
 
 pytestmark = pytest.mark.gpu
+# Problems at published sizes stage tens of GB each (23_Softmax: 48 GB): under `-n N --dist loadgroup`
+# they run one after another on one worker, beside the small ones, so no two share the GPU's memory.
+_PUBLISHED = pytest.mark.xdist_group("published_sizes")
 
 VECTOR_ADD = REPO / "examples" / "vector_add"
 
@@ -40,6 +43,7 @@ def test_fork_server_hands_cuda_to_its_children():
         server.close()
 
 
+@_PUBLISHED
 def test_eval_one_shot():
     proc, wall = workbench("eval", str(VECTOR_ADD / "spec.py"), str(VECTOR_ADD / "candidate.py"), "--device", "cuda",
                            "--json")
@@ -51,6 +55,7 @@ def test_eval_one_shot():
     print(f"one-shot workbench eval: {wall:.1f} s")
 
 
+@_PUBLISHED
 def test_lower_then_eval_a_kernelbench_problem(tmp_path):
     spec = problem(1, 23)  # softmax at published sizes
     draft = tmp_path / "draft.py"
@@ -62,6 +67,7 @@ def test_lower_then_eval_a_kernelbench_problem(tmp_path):
     assert res["correct"] and res["fitness"] > 0, res
 
 
+@_PUBLISHED
 def test_optimize_from_a_lowered_seed_with_the_tuner(tmp_path):
     spec = problem(1, 36)  # RMSNorm: a reduction with tunables
     proc, _ = workbench("optimize", str(spec), "--seed", "lower", "--llm", "none", "--budget", "3", "--device",
@@ -75,6 +81,7 @@ def test_optimize_from_a_lowered_seed_with_the_tuner(tmp_path):
     assert len(evaluated) >= 3 and max(n["fitness"] for n in evaluated) > 0, explain(proc)
 
 
+@_PUBLISHED
 def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_path):
     root = kernelbench_root()
     args = ["suite", "kernelbench", "--root", str(root), "--levels", "1,2,3", "--problems", "1-3", "--device",
@@ -116,6 +123,7 @@ def test_suite_aten_a_handful_of_ops_in_fp32_and_bf16(tmp_path):
     assert len(report["problems"]) >= 18 and len(bad) <= 2, bad
 
 
+@_PUBLISHED
 def test_profile_a_lowered_kernel(tmp_path):
     proc, _ = workbench("profile", "lowered", str(problem(1, 19)), "--out", str(tmp_path))
     assert proc.returncode == 0, explain(proc)

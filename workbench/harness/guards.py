@@ -59,6 +59,24 @@ class Guard:
             frame = frame.f_back
         return False
 
+    def _spec_reads_itself(self, frame: FrameType | None) -> bool | str:
+        """True when the spec's own code (the trusted reference's module, which the candidate cannot import)
+        is on the stack below the read before any candidate frame: a warning raised while the spec makes
+        inputs reads the spec's line through linecache. Otherwise the innermost non-stdlib frames, for the
+        refusal's one line (who read it)."""
+        chain: list[str] = []
+        while frame is not None:
+            fn = frame.f_code.co_filename
+            if fn in self.private or os.path.realpath(fn) in self.private:
+                return True
+            if fn.startswith(self.sandbox) or fn == self.candidate_file or fn.startswith("<"):
+                if not fn.startswith("<frozen"):
+                    break
+            elif not fn.startswith(_STDLIB) and len(chain) < 3:
+                chain.append(f"{Path(fn).name}:{frame.f_lineno}")
+            frame = frame.f_back
+        return " <- ".join(chain) or "the candidate"
+
     def refuse(self, name: str, detail: str) -> None:
         tag = f"{name}:{detail}"[:160]
         if tag not in self.violations:
@@ -91,7 +109,9 @@ class Guard:
                 return
             real = os.path.realpath(os.fsdecode(path))
             if any(real.startswith(p) for p in self.private):
-                self.refuse("read_private", real)
+                reader = self._spec_reads_itself(sys._getframe(2))
+                if reader is not True:
+                    self.refuse("read_private", f"{Path(real).name}, read by {reader}")
             if real.startswith("/proc/") and real.endswith("/mem"):
                 self.refuse("proc_mem", real)
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (

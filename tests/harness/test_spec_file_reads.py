@@ -1,0 +1,52 @@
+"""The spec's file stays out of the candidate's reach, and the spec's own code may still read it: a warning
+raised while the spec makes inputs on the device reads the spec's source line (linecache), which once
+rejected every ATen problem on the GPU. A refusal says which code read the file."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+_SPEC = '''
+import warnings
+
+def get_inputs():
+    warnings.warn("a spec that warns while making inputs")  # linecache reads this file for the message
+    return []
+'''
+
+_SCRIPT = '''
+import importlib.util, linecache, sys, warnings
+from pathlib import Path
+from workbench.harness.guards import Guard
+
+sandbox, spec = Path(sys.argv[1]), Path(sys.argv[2])
+cand = sandbox / "candidate.py"
+guard = Guard(sandbox, cand, private_paths=[spec])
+s = importlib.util.spec_from_file_location("wb_spec", spec)
+mod = importlib.util.module_from_spec(s)
+s.loader.exec_module(mod)
+linecache.clearcache()
+sys.addaudithook(guard.audit)
+guard.active = True
+warnings.simplefilter("always")
+mod.get_inputs()                      # the spec's own code: its warning's source line is read
+print("after spec:", guard.violations)
+code = compile("import linecache\\nlinecache.clearcache()\\nlines = linecache.getlines(%r)\\n" % str(spec),
+               str(cand), "exec")
+exec(code, {})                        # the candidate asks linecache for the spec's text
+print("after candidate:", guard.violations)
+'''
+
+
+def test_the_spec_reads_its_own_file_and_the_candidate_cannot(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.py"
+    spec.write_text(_SPEC)
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(sandbox), str(spec)], capture_output=True,
+                          text=True, timeout=120, cwd=str(Path(__file__).resolve().parents[2]))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after_spec, after_cand = proc.stdout.splitlines()[-2:]
+    assert after_spec == "after spec: []", proc.stdout
+    assert "read_private:spec.py, read by the candidate" in after_cand, proc.stdout
