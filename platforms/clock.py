@@ -49,3 +49,53 @@ def device_clock(device: str, index: int = 0) -> Iterator[float]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+# The device's memory, beside its clock: every job that holds GPU memory for a while (a harness evaluation,
+# a torch.compile baseline) holds this lock shared; one that ran out of memory beside others runs again
+# holding it exclusive, alone on the GPU. A gate (held exclusive only briefly by the shared, and through the
+# wait by the exclusive) keeps a stream of shared holders from starving an exclusive one. Re-entrant within
+# a process: a holder asking again gets it at once (no wait on its own lock through the gate).
+_held_memory = 0
+
+
+def memory_lock_path(device: str, index: int = 0) -> Path:
+    return lock_path(device, index).with_suffix(".memory")
+
+
+@contextlib.contextmanager
+def device_memory(device: str, exclusive: bool = False, index: int = 0) -> Iterator[float]:
+    """Hold `device`'s memory lock (shared, or `exclusive`) for the body; yields the seconds spent waiting.
+    A no-op on the CPU unless `WB_CLOCK_CPU=1` (as `device_clock`)."""
+    global _held_memory
+    if (device != "cuda" and os.environ.get("WB_CLOCK_CPU") != "1") or _held_memory:
+        yield 0.0
+        return
+    path = memory_lock_path(device, index)
+    gate = os.open(path.with_suffix(".gate"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    t0 = time.perf_counter()
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        waited = time.perf_counter() - t0
+        if waited > 1.0:
+            log.debug("waited %.1f s for %s (%s)", waited, path, "exclusive" if exclusive else "shared")
+        _held_memory += 1
+        try:
+            yield waited
+        finally:
+            _held_memory -= 1
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        os.close(gate)
+
+
+def out_of_memory(text: str) -> bool:
+    """Whether an error's text is the GPU running out of memory (torch's and the CUDA driver's wording)."""
+    low = text.lower()
+    return "out of memory" in low or "outofmemoryerror" in low

@@ -86,6 +86,46 @@ def test_the_device_clock_admits_one_timed_window_at_a_time(tmp_path):
     assert t_second - t_first >= 1.4 and waited > 0.5, (t_first, t_second, waited)
 
 
+MEMORY = """
+import sys, time
+from platforms.clock import device_memory
+print("asking", flush=True)
+with device_memory("cuda", exclusive=sys.argv[1] == "x") as waited:
+    print(f"{time.time():.3f} {waited:.3f}", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_the_memory_lock_shares_and_an_exclusive_holder_waits_and_is_not_starved(tmp_path):
+    """Evaluations and compile baselines share the GPU's memory lock; a job re-run after running out of
+    memory holds it alone: it waits for the shared holders to leave, and a shared one asking after it
+    waits behind it (the gate), not beside the first."""
+    env = {**os.environ, "WB_CLOCK_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+
+    def start(kind: str, hold: float) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", MEMORY, kind, str(hold)], stdout=subprocess.PIPE, text=True,
+                                env=env)
+        assert proc.stdout.readline().strip() == "asking"
+        return proc
+
+    def got(proc: subprocess.Popen) -> tuple[float, float]:
+        t, waited = map(float, proc.stdout.readline().split())
+        proc.wait(timeout=60)
+        return t, waited
+
+    first = start("s", 3.0)
+    t_first = float(first.stdout.readline().split()[0])  # holds it shared now
+    beside = start("s", 0.0)
+    alone = start("x", 1.0)
+    time.sleep(0.5)  # the exclusive one waits at the lock, holding the gate
+    after = start("s", 0.0)
+    (_, w_beside), (t_alone, _), (t_after, _) = got(beside), got(alone), got(after)
+    first.wait(timeout=60)
+    assert w_beside < 1.5, w_beside  # two shared holders at once
+    assert t_alone - t_first >= 2.8, (t_first, t_alone)  # the exclusive one waited for the first to leave
+    assert t_after - t_alone >= 0.9, (t_alone, t_after)  # and the later shared one for the exclusive one
+
+
 def test_the_cpu_clock_is_free():
     from platforms.clock import device_clock
 

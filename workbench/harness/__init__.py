@@ -171,6 +171,10 @@ class Harness:
             res.details["referee"] = raw["referee"]
         if raw.get("outbox_device_error"):  # why the GPU's outbox was the file
             res.details["outbox_device_error"] = raw["outbox_device_error"]
+        if raw.get("inputs_staged"):  # why the host made the inputs, not the GPU
+            res.details["inputs_staged"] = raw["inputs_staged"]
+        if raw.get("reran_alone"):  # the first run's error: out of GPU memory beside other jobs
+            res.details["reran_alone"] = raw["reran_alone"]
         res.trials = int(raw.get("trials", 0)) or len(res.shapes)
         cand, base = raw.get("timing"), raw.get("baseline")
         cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")), self.device == "cuda")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import linecache
 import os
 import random
 import resource
@@ -50,6 +51,22 @@ _TB_LINES = 25
 
 def _tail(tb: str, n: int = _TB_LINES) -> str:
     return "\n".join(tb.strip().splitlines()[-n:])
+
+
+def _format_tb(exc: BaseException, hidden: list[str]) -> str:
+    """`traceback.format_exc()` that reads no source line of the `hidden` files: the spec's, which the guards
+    refuse to anyone in the candidate's process (its inputs, made here on the GPU, put its frames in a
+    traceback), so the refusal never replaces the error being reported."""
+    lines = ["Traceback (most recent call last):"]
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        fn = frame.f_code.co_filename
+        lines.append(f'  File "{fn}", line {lineno}, in {frame.f_code.co_name}')
+        if fn not in hidden and os.path.realpath(fn) not in hidden:
+            src = linecache.getline(fn, lineno or 0).strip()
+            if src:
+                lines.append(f"    {src}")
+    lines.extend(ln.rstrip("\n") for ln in traceback.format_exception_only(type(exc), exc))
+    return "\n".join(lines)
 
 
 _COMPILE_HINTS = ("constexpr", "must be", "incompatible", "not supported", "unsupported", "shape", "type")
@@ -215,7 +232,7 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         status = "timeout" if isinstance(exc, KeyboardInterrupt) else _classify(exc)
         if isinstance(exc, MemoryError):
             status = "crashed"
-        run.finish(status, f"{run.where}: {type(exc).__name__}: {exc}\n{_tail(traceback.format_exc())}")
+        run.finish(status, f"{run.where}: {type(exc).__name__}: {exc}\n{_tail(_format_tb(exc, run.guard.private))}")
 
 
 class _CandidateRun:
@@ -481,6 +498,29 @@ class _InputMaker:
                 self.guard.active = was
 
 
+class _FileOpens:
+    """The files opened while it is entered (an audit hook, installed once, in the trusted reference's
+    process only: the candidate's has the guards' own)."""
+    _current: list[str] | None = None
+    _installed = False
+
+    def __enter__(self) -> _FileOpens:
+        if not _FileOpens._installed:
+            sys.addaudithook(_FileOpens._hook)
+            _FileOpens._installed = True
+        self.paths: list[str] = []
+        _FileOpens._current = self.paths
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _FileOpens._current = None
+
+    @staticmethod
+    def _hook(event: str, args: tuple) -> None:
+        if event == "open" and _FileOpens._current is not None and args and isinstance(args[0], (str, bytes)):
+            _FileOpens._current.append(os.fsdecode(args[0]))
+
+
 class _Reference:
     """The trusted reference process's state for one job."""
 
@@ -498,6 +538,7 @@ class _Reference:
         self.timed = names.index(self.plan.timed_shape)
         self.models: dict[int, Any] = {}
         self._devgen: bool | None = None
+        self.devgen_off = ""  # why the inputs are staged rather than made on the device, when they are
         self.cache_timed = False  # the candidate's timed sets went through the input cache
         self.arena: _outbox.Arena | None = None
         self.device_error = ""  # why the GPU outbox is a file (the result says)
@@ -534,6 +575,7 @@ class _Reference:
         outbox = self._make_outbox()
         sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
         return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
+                "devgen_off": self.devgen_off,
                 "allow_tf32": self.spec.allow_tf32, "timing_basis": str(getattr(self.spec.module, "TIMING", "device")),
                 "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
                 "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape},
@@ -622,14 +664,23 @@ class _Reference:
             default = "on" if self.device == "cuda" else "off"  # on the CPU: a test of the same path
             if os.environ.get("WB_DEVICE_INPUTS", default) == "on":
                 try:
-                    probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    with _FileOpens() as opened:
+                        probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
                     again = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
                     self._devgen = all(_same(a, b) for a, b in zip(probe, again)) and all(
                         x.device.type == self.device if isinstance(x, torch.Tensor)
                         else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
                     del probe, again
-                except Exception:  # noqa: BLE001 - the spec's inputs need the host: generate them there
+                    # The candidate makes the same inputs once confined, where the spec's data files (the
+                    # ATen suite's samples beside it) are out of sight: such a spec's inputs are staged.
+                    code = _sandbox.code_paths(self.job.get("allowed_imports", ()))
+                    unseen = [f for f in opened.paths if not _sandbox.seen_when_confined(f, code)]
+                    if unseen and self._devgen:
+                        self._devgen = False
+                        self.devgen_off = f"get_inputs() reads {Path(unseen[0]).name}, out of the candidate's sight"
+                except Exception as exc:  # noqa: BLE001 - the spec's inputs need the host: generate them there
                     self._devgen = False
+                    self.devgen_off = f"get_inputs() fails on the device: {type(exc).__name__}"
         return self._devgen
 
     def timed_sets(self, seeds: list[int], cache: bool = False) -> list[list[Any]]:

@@ -33,24 +33,91 @@ def flatten_outputs(out: Any) -> list[Any]:
     return [out]
 
 
-def _describe_mismatch(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> str:
-    g = got.double() if got.dtype.is_floating_point else got.long()
-    r = ref.double() if ref.dtype.is_floating_point else ref.long()
-    bad = ~torch.isclose(g, r, atol=atol, rtol=rtol, equal_nan=True) if atol or rtol else g != r
-    n_bad = int(bad.sum())
-    idx = tuple(int(i) for i in torch.nonzero(bad)[0]) if n_bad else ()
-    got_v, ref_v = (g[idx].item(), r[idx].item()) if n_bad else ("", "")
-    msg = (f"{name}: {n_bad} of {bad.numel()} elements differ (atol={atol:g}, rtol={rtol:g}); "
-           f"first at index {list(idx)}: got {got_v} expected {ref_v}")
-    if got.dtype.is_floating_point:
-        nan_g, nan_r = int(torch.isnan(got).sum()), int(torch.isnan(ref).sum())
-        inf_g, inf_r = int(torch.isinf(got).sum()), int(torch.isinf(ref).sum())
-        if nan_g != nan_r or inf_g != inf_r:
-            msg += f"; NaN {nan_g} (ref {nan_r}), inf {inf_g} (ref {inf_r})"
-        diff = (g - r)[torch.isfinite(g) & torch.isfinite(r)]
-        denom = r[torch.isfinite(g) & torch.isfinite(r)].norm()
-        if diff.numel() and float(denom) > 0:
-            msg += f"; relative RMS error {float(diff.norm() / denom):.3g}"
+# Elements per step of a value comparison: its wide (float64) temporaries stay near 0.5 GB however large
+# the output (a KernelBench level-1 output of 7.5 GB in fp32 needed 30 GB of float64 copies at once).
+CHUNK = 1 << 25
+
+
+def _wide(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype.is_complex:
+        return x.to(torch.complex128)
+    return x.double() if x.dtype.is_floating_point else x.long()
+
+
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(-1)  # a view when contiguous, else one copy in the output's own dtype
+
+
+@dataclass
+class _Stats:
+    """One output's comparison, accumulated chunk by chunk."""
+    same: bool = True
+    n_bad: int = 0
+    first_bad: int = -1  # flat index
+    got_v: Any = ""
+    ref_v: Any = ""
+    max_abs: float | None = None
+    max_rel: float | None = None
+    nan_g: int = 0
+    nan_r: int = 0
+    inf_g: int = 0
+    inf_r: int = 0
+    diff_sq: float = 0.0
+    ref_sq: float = 0.0
+
+
+def _scan(g: torch.Tensor, r: torch.Tensor, atol: float, rtol: float, exact: bool, describe: bool) -> _Stats:
+    """Verdict and error maxima of `g` against `r` (same shape and dtype) in chunks of `CHUNK` elements;
+    with `describe`, also what the mismatch message reports (only on a mismatch: a second pass)."""
+    st = _Stats()
+    gf, rf = _flat(g), _flat(r)
+    floating = r.dtype.is_floating_point or r.dtype.is_complex
+    for lo in range(0, rf.numel(), CHUNK):
+        gc, rc = gf[lo:lo + CHUNK], rf[lo:lo + CHUNK]
+        gd, rd = _wide(gc), _wide(rc)
+        if exact or not floating:
+            bad = (gd != rd) & ~(torch.isnan(gd) & torch.isnan(rd)) if floating else gd != rd
+        else:
+            bad = ~torch.isclose(gd, rd, atol=atol, rtol=rtol, equal_nan=True)
+        nb = int(bad.sum())
+        st.same = st.same and nb == 0
+        if floating:
+            fin = torch.isfinite(gd) & torch.isfinite(rd)
+            if fin.any():
+                d = torch.where(fin, (gd - rd).abs(), 0.0)
+                st.max_abs = max(st.max_abs or 0.0, float(d.max()))
+                st.max_rel = max(st.max_rel or 0.0, float((d / rd.abs().clamp_min(1e-12)).max()))
+        elif rc.numel():
+            st.max_abs = max(st.max_abs or 0.0, float((gd - rd).abs().max()))
+        if not describe:
+            continue
+        st.n_bad += nb
+        if nb and st.first_bad < 0:
+            i = int(torch.nonzero(bad)[0, 0])
+            st.first_bad, st.got_v, st.ref_v = lo + i, gd[i].item(), rd[i].item()
+        if floating:
+            st.nan_g += int(torch.isnan(gc).sum())
+            st.nan_r += int(torch.isnan(rc).sum())
+            st.inf_g += int(torch.isinf(gc).sum())
+            st.inf_r += int(torch.isinf(rc).sum())
+            fin = torch.isfinite(gd) & torch.isfinite(rd)
+            st.diff_sq += float(((gd - rd)[fin].abs() ** 2).sum())
+            st.ref_sq += float((rd[fin].abs() ** 2).sum())
+    return st
+
+
+def _describe_mismatch(name: str, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+                       exact: bool) -> str:
+    st = _scan(got, ref, atol, rtol, exact, describe=True)
+    idx = [int(i) for i in torch.unravel_index(torch.tensor(st.first_bad), tuple(ref.shape))] \
+        if st.n_bad and ref.dim() else []
+    msg = (f"{name}: {st.n_bad} of {ref.numel()} elements differ (atol={atol:g}, rtol={rtol:g}); "
+           f"first at index {idx}: got {st.got_v} expected {st.ref_v}")
+    if got.dtype.is_floating_point or got.dtype.is_complex:
+        if st.nan_g != st.nan_r or st.inf_g != st.inf_r:
+            msg += f"; NaN {st.nan_g} (ref {st.nan_r}), inf {st.inf_g} (ref {st.inf_r})"
+        if st.ref_sq > 0:
+            msg += f"; relative RMS error {(st.diff_sq / st.ref_sq) ** 0.5:.3g}"
     return msg
 
 
@@ -79,33 +146,17 @@ def compare_outputs(got: list[Any], ref: list[Any], *, tol_overrides: dict | Non
             cmp.ok = False
             cmp.problems.append(f"{name}: dtype {dtype_name(g.dtype)}, expected {dtype_name(r.dtype)}")
             continue
-        # Compared where they live (on the GPU that is much faster than a float64 pass on the host).
+        # Compared where they live (on the GPU that is much faster than a float64 pass on the host), in chunks.
         g = g.detach()
         r = r.detach().to(g.device)
-        if exact or is_exact_dtype(r.dtype):
-            atol, rtol = 0.0, 0.0
-            same = torch.equal(g, r) if not r.dtype.is_floating_point else bool(
-                torch.equal(torch.nan_to_num(g, nan=0.0), torch.nan_to_num(r, nan=0.0))
-                and torch.equal(torch.isnan(g), torch.isnan(r)))
-            gd = rd = None
-        else:
-            atol, rtol = tolerance_for(r.dtype, tol_overrides, allow_tf32)
-            # one float64 copy of each, shared by the verdict and the error maxima (the judge's cost on a
-            # host: every timed repetition judged goes through here)
-            gd, rd = g.double(), r.double()
-            same = bool(torch.allclose(gd, rd, atol=atol, rtol=rtol, equal_nan=True))
-        if r.numel() and r.dtype.is_floating_point or (r.numel() and not is_exact_dtype(r.dtype)):
-            if gd is None:
-                gd, rd = g.double(), r.double()
-            fin = torch.isfinite(gd) & torch.isfinite(rd)
-            if fin.any():
-                d = torch.where(fin, (gd - rd).abs(), 0.0)
-                cmp.max_abs_err = max(cmp.max_abs_err, float(d.max()))
-                cmp.max_rel_err = max(cmp.max_rel_err, float((d / rd.abs().clamp_min(1e-12)).max()))
-        elif r.numel():
-            d = (g.long() - r.long()).abs()
-            cmp.max_abs_err = max(cmp.max_abs_err, float(d.max()))
-        if not same:
+        exact_here = exact or is_exact_dtype(r.dtype)
+        atol, rtol = (0.0, 0.0) if exact_here else tolerance_for(r.dtype, tol_overrides, allow_tf32)
+        st = _scan(g, r, atol, rtol, exact_here, describe=False)
+        if st.max_abs is not None:
+            cmp.max_abs_err = max(cmp.max_abs_err, st.max_abs)
+        if st.max_rel is not None:
+            cmp.max_rel_err = max(cmp.max_rel_err, st.max_rel)
+        if not st.same:
             cmp.ok = False
-            cmp.problems.append(_describe_mismatch(name, g, r, atol, rtol))
+            cmp.problems.append(_describe_mismatch(name, g, r, atol, rtol, exact_here))
     return cmp

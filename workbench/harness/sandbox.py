@@ -178,6 +178,22 @@ _HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx3
                            "tmp"})
 
 
+# Temp dirs every confined process gets an empty private tmpfs over (`confine_filesystem`).
+_PRIVATE_TMP = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+
+
+def seen_when_confined(path: str, code: list[str]) -> bool:
+    """Whether a confined process sees `path` (the host's own directories, or under one of `code`, what
+    `code_paths` binds back): the reference asks before it lets the candidate make inputs from a spec whose
+    `get_inputs()` opens files (data beside the spec is out of the candidate's sight)."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    if len(parts) > 1 and parts[1] in _HOST_VISIBLE and real not in _PRIVATE_TMP and \
+            not any(real.startswith(m + os.sep) for m in _PRIVATE_TMP):
+        return True
+    return any(real == c or real.startswith(c + os.sep) for c in code)
+
+
 def compiler_prefixes(environ: "os._Environ[str] | dict[str, str] | None" = None) -> set[str]:
     """The install prefix of the C compiler Triton builds its launchers with (Triton's rule: `$CC`, else gcc,
     else clang on `PATH`), when it lies outside the host directories the candidate sees: a toolchain under
@@ -308,7 +324,7 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
     for _, fd in code:
         os.close(fd)
     private = True
-    for d in ("/tmp", "/var/tmp", "/run/lock", "/dev/shm"):
+    for d in _PRIVATE_TMP:
         if os.path.isdir(d) and not _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m"):
             private = False
             iso.missing.append(_err(f"tmpfs {d}"))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platforms.clock import device_clock
+from platforms.clock import device_clock, device_memory, out_of_memory
 from workbench.harness import graph_audit as _graph_audit
 from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
@@ -363,6 +363,23 @@ class Server:
                 for i in range(r)]
 
     # -- one job --------------------------------------------------------------------------------
+    def run_job_on_device(self, job: dict[str, Any]) -> dict[str, Any]:
+        """`run_job` holding the GPU's memory lock shared (`platforms.clock`); once more, holding it exclusive,
+        when the job ran out of device memory beside other jobs (two published-size KernelBench problems
+        need more than an H100 holds). Both runs are whole evaluations, judged alike."""
+        with device_memory(self.device) as waited:
+            res = self.run_job(job)
+        if self.device == "cuda" and res.get("status") != "passed" and out_of_memory(str(res.get("error", ""))):
+            first = str(res.get("error", ""))
+            log.warning("job ran out of GPU memory beside others: running it again alone")
+            self.ensure_spares()
+            with device_memory(self.device, exclusive=True) as alone:
+                res = self.run_job(job)
+            waited += alone
+            res["reran_alone"] = first[:300]
+        res.setdefault("timings_s", {})["memory_wait"] = round(waited, 3)
+        return res
+
     def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         self._jobs += 1
@@ -568,6 +585,8 @@ class _JobRun:
         res["timings_s"].update(prep.get("timings_s", {}))
         self.timed = prep["timed"]
         self.devgen = bool(prep.get("devgen"))
+        if prep.get("devgen_off"):
+            res["inputs_staged"] = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
         # Device time by graph replay needs the inputs made on the device (both contenders alike).
         self.graphs = self.devgen and srv.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
         self.slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if self.graphs else 0
@@ -879,7 +898,7 @@ def main() -> None:
                 continue
             job = json.loads(line)
             try:
-                res = server.run_job(job)
+                res = server.run_job_on_device(job)
             except Exception as exc:  # the server stays up: the job becomes an infrastructure error
                 log.exception("job failed inside the server")
                 res = {"status": "infra_error", "error": f"harness server: {type(exc).__name__}: {exc}"}

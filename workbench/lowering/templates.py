@@ -190,9 +190,9 @@ RED_BLOCKS = ["_rbm = min(RED_BLOCK_M, triton.next_power_of_2(max(_M, 1)))",
               "_rbm = min(_rbm * (_rbn // _rbn2), 256, triton.next_power_of_2(max(_M, 1)))",
               "_rbn = _rbn2",
               "if _k2 and _sm2 == 1:",
-              "    _rbm = min(128, triton.next_power_of_2(_m2))",
+              "    _rbm = min(128, triton.next_power_of_2(max(_m2, 1)))",  # an empty tensor's groups: 0
               "    _rbn = max(8, min(RED_BLOCK_M * RED_BLOCK_N // _rbm, 64, triton.next_power_of_2(max(_N, 1))))",
-              "_grid = (_M // _m2) * triton.cdiv(_m2, _rbm) if _k2 else triton.cdiv(_M, _rbm)"]
+              "_grid = (_M // max(_m2, 1)) * triton.cdiv(_m2, _rbm) if _k2 else triton.cdiv(_M, _rbm)"]
 _RED_INDEX = RED_ROWS + [
               "if PHASE == 1:", "    n_lo = tl.program_id(1).to(tl.int64) * CHUNK",
               "    n_hi = tl.minimum(n_lo + CHUNK, N)", "else:", "    n_lo = 0", "    n_hi = N"]

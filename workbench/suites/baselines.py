@@ -9,6 +9,7 @@ speedup. Cached in the run's store under (spec digest, sizes, device, torch vers
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -52,7 +53,26 @@ def _median_us(fn: Any, device: str, reps: int, warmup: int) -> float:
 
 
 def time_eager_and_compile(spec_path: str, overrides: dict[str, Any], device: str, reps: int = 50) -> dict[str, Any]:
-    """Runs in the child: eager and torch.compile medians (us) of the spec's model at `overrides`."""
+    """Runs in the child: eager and torch.compile medians (us) of the spec's model at `overrides`, holding
+    the GPU's memory lock shared (beside the harness's evaluations); once more, alone on the GPU, when it
+    ran out of memory beside them."""
+    import torch
+
+    from platforms.clock import device_memory
+
+    try:
+        with device_memory(device):
+            return _time_both(spec_path, overrides, device, reps)
+    except torch.OutOfMemoryError as exc:
+        first = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    gc.collect()  # the failed attempt's tensors, out of the traceback's frames now
+    torch.cuda.empty_cache()
+    with device_memory(device, exclusive=True):
+        got = _time_both(spec_path, overrides, device, reps)
+    return {**got, "reran_alone": first}
+
+
+def _time_both(spec_path: str, overrides: dict[str, Any], device: str, reps: int) -> dict[str, Any]:
     import torch
 
     from platforms.clock import device_clock
