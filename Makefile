@@ -87,7 +87,7 @@ demo: $(STAMPS)/.base
 
 test: $(STAMPS)/.dev
 	$(PY) -m ruff check .
-	TRITON_INTERPRET=1 HF_HUB_OFFLINE=1 MPLBACKEND=Agg $(PY) -m pytest -q -ra tests
+	TRITON_INTERPRET=1 HF_HUB_OFFLINE=1 MPLBACKEND=Agg $(PY) -m pytest -q -ra --durations=30 tests
 
 # The GPU test suite: every user path on a CUDA device (eval, lower, optimize, suite kernelbench and aten,
 # profile, the Ray evaluator, the case studies, the harness's device rules), compiled kernels, no interpreter.
