@@ -17,7 +17,8 @@ def get_inputs():
     return []
 '''
 
-_SCRIPT = '''
+# Both scripts: the spec loaded as a module, then the guards up with the spec's file private to them.
+_PRELUDE = '''
 import importlib.util, linecache, sys, warnings
 from pathlib import Path
 from workbench.harness.guards import Guard
@@ -31,6 +32,9 @@ s.loader.exec_module(mod)
 linecache.clearcache()
 sys.addaudithook(guard.audit)
 guard.active = True
+'''
+
+_SCRIPT = _PRELUDE + '''
 warnings.simplefilter("always")
 mod.get_inputs()                      # the spec's own code: its warning's source line is read
 print("after spec:", guard.violations)
@@ -59,20 +63,8 @@ def get_inputs():
     raise RuntimeError("the spec's inputs failed here")
 '''
 
-_TB_SCRIPT = '''
-import importlib.util, linecache, sys
-from pathlib import Path
+_TB_SCRIPT = _PRELUDE + '''
 from workbench.harness.child import _format_tb
-from workbench.harness.guards import Guard
-
-sandbox, spec = Path(sys.argv[1]), Path(sys.argv[2])
-guard = Guard(sandbox, sandbox / "candidate.py", private_paths=[spec])
-s = importlib.util.spec_from_file_location("wb_spec", spec)
-mod = importlib.util.module_from_spec(s)
-s.loader.exec_module(mod)
-linecache.clearcache()
-sys.addaudithook(guard.audit)
-guard.active = True
 try:
     mod.get_inputs()
 except RuntimeError as exc:
