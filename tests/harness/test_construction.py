@@ -237,7 +237,7 @@ def test_input_seeds_come_from_a_256_bit_key_drawn_apart_from_every_seed_the_can
 def test_the_candidate_cannot_read_an_input_seed_back_from_torch() -> None:
     import torch
 
-    from workbench.harness.child import _InputMaker
+    from workbench.harness.candidate_proc import _InputMaker
 
     gen = _InputMaker({"device": "cpu", "spec_path": str(SPEC), "shapes": [{"over": {}}]})
     gen.shape(0)
@@ -262,18 +262,14 @@ os.read(cmd, 1)                      # then wait for the next command, as an hon
 
 
 @pytest.mark.parametrize("work_s", [0.0, 0.1], ids=["honest", "works_after_done"])
-def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_grace_period_after_done(work_s: float) -> None:
     """The trusted side's check after `done`, on a process that works after saying it (a CPU round's or a
     device round's candidate alike): any work beyond a send and a read is seen, however short."""
-    import shutil
     import subprocess
     import sys
 
-    from workbench.harness import server
+    from workbench.harness import job_pipeline
 
-    monkeypatch.setenv("WB_SANDBOX", "off")
-    monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
-    srv = server.Server("cpu")
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
     proc = subprocess.Popen([sys.executable, "-c", _AFTER_DONE, str(cmd_r), str(rep_w), str(work_s)],
@@ -281,7 +277,7 @@ def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPat
     try:
         os.write(cmd_w, b"g")
         assert os.read(rep_r, 1) == b"d"
-        quiet = srv._idle(proc.pid)
+        quiet = job_pipeline.idle_after_done(proc.pid)
         if quiet is None:
             pytest.skip("/proc/<pid>/syscall is not readable here")
         assert quiet is (work_s == 0.0), (work_s, quiet)
@@ -290,7 +286,6 @@ def test_no_grace_period_after_done(work_s: float, monkeypatch: pytest.MonkeyPat
         proc.wait(timeout=30)
         for fd in (cmd_r, cmd_w, rep_r, rep_w):
             os.close(fd)
-        shutil.rmtree(srv.root, ignore_errors=True)
 
 
 _STARVED_AFTER_DONE = """
@@ -305,20 +300,16 @@ os.read(cmd, 1)
 """
 
 
-def test_a_loaded_host_is_not_work_after_done(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_loaded_host_is_not_work_after_done() -> None:
     """After `done` an honest process that the scheduler keeps from the CPU (every core busy) is runnable, not
     working: the check waits on its own CPU clock instead of calling it work after 0.5 s of wall time."""
     import multiprocessing
-    import shutil
     import subprocess
     import sys
     import time
 
-    from workbench.harness import server
+    from workbench.harness import job_pipeline
 
-    monkeypatch.setenv("WB_SANDBOX", "off")
-    monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
-    srv = server.Server("cpu")
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
     proc = subprocess.Popen([sys.executable, "-c", _STARVED_AFTER_DONE, str(cmd_r), str(rep_w)],
@@ -330,7 +321,7 @@ def test_a_loaded_host_is_not_work_after_done(monkeypatch: pytest.MonkeyPatch) -
         os.write(cmd_w, b"g")
         assert os.read(rep_r, 1) == b"d"
         t0 = time.monotonic()
-        quiet = srv._idle(proc.pid)
+        quiet = job_pipeline.idle_after_done(proc.pid)
         if quiet is None:
             pytest.skip("/proc/<pid>/syscall is not readable here")
         assert quiet is True and time.monotonic() - t0 > 0.5, time.monotonic() - t0  # it did wait past 0.5 s
@@ -342,7 +333,6 @@ def test_a_loaded_host_is_not_work_after_done(monkeypatch: pytest.MonkeyPatch) -
         proc.wait(timeout=30)
         for fd in (cmd_r, cmd_w, rep_r, rep_w):
             os.close(fd)
-        shutil.rmtree(srv.root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("policy_on", [True, False], ids=["policy", "no_policy"])

@@ -64,7 +64,7 @@ def get_inputs():
 '''
 
 _TB_SCRIPT = _PRELUDE + '''
-from workbench.harness.child import _format_tb
+from workbench.harness.candidate_proc import _format_tb
 try:
     mod.get_inputs()
 except RuntimeError as exc:

@@ -11,7 +11,7 @@ import torch
 
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
-from workbench.harness.server import _Stager
+from workbench.harness.stager import RoundStager
 
 MB = 2**20
 
@@ -157,7 +157,7 @@ def test_a_round_staged_ahead_is_not_in_the_stage_before_its_round(tmp_path: Pat
     stage, pending = tmp_path / "stage", tmp_path / "pending"
     stage.mkdir()
     pending.mkdir(mode=0o700)
-    st = _Stager(_Seeds(), _FakeRef(), stage, pending, 1e18, cache=False)  # type: ignore[arg-type]
+    st = RoundStager(_Seeds(), _FakeRef(), stage, pending, 1e18, cache=False)  # type: ignore[arg-type]
     msg = st(2, 3)
     assert msg == {"stage": 2, "file": "round_2.raw"} and [p.name for p in stage.iterdir()] == ["round_2.raw"]
     wait = st.ahead(3, 3)

@@ -1,8 +1,8 @@
 """The evaluation harness: the fitness function every other part of the workbench optimizes.
 
 `Harness` keeps one pre-warmed server process (torch and triton imported) and evaluates each
-candidate in a fresh forked child (see `server.py`, `child.py`, `guards.py`). `evaluate()` is the
-one-shot convenience.
+candidate in a fresh forked child (see `server.py`, `job_pipeline.py`, `candidate_proc.py`, `reference_proc.py`,
+`guards.py`). `evaluate()` is the one-shot convenience. This module runs in the client's process (the caller's).
 """
 from __future__ import annotations
 
@@ -228,7 +228,8 @@ def _basis(cand: dict[str, Any] | None, base: dict[str, Any] | None, want: str,
         elif base and base.get("device"):
             why = "the candidate's forward could not be captured"
         elif (cand or {}).get("inputs") == "staged" and device_platform:
-            # graph replay needs the inputs made on the device from seeds (`child._device_generation`)
+            # graph replay needs the inputs made on the device from seeds
+            # (`reference_proc._Reference._device_generation`)
             why = "the spec's inputs are staged from the host"
         else:
             why = "no device time on this platform"

@@ -10,8 +10,8 @@ The candidate process opens the file before it drops its privileges and writes e
 bytes at its slot's offset (`Writer.put`): on the GPU through one pinned host buffer in chunks, so a GB
 output costs no more host memory than the chunk; on the CPU straight from the tensor. An output whose
 layout differs from the reference's (a dtype, a shape, a count, a non-tensor) goes to a file as before
-(`child`), where the judge reports the difference. A slot left unwritten reads as zeros: the comparison
-fails unless zeros are the right answer.
+(`reference_proc`), where the judge reports the difference. A slot left unwritten reads as zeros: the
+comparison fails unless zeros are the right answer.
 
 Outputs over `FULL_MB` (KernelBench's elementwise problems return 6 GB) are judged in full on each shape's
 first trial, and on a sample everywhere else: the first and last `EDGE` elements and `SAMPLE` positions

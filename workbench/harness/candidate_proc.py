@@ -1,0 +1,450 @@
+"""The candidate process (hostile): the code that runs in the forked child that imports the candidate.
+
+It never loads the spec for itself (on the GPU `_InputMaker` does, before it confines itself): it confines
+itself (namespaces, read-only file system, its own uid: `sandbox.py`) before anything of the candidate
+exists, reads its inputs from the stage, writes its outputs into the reference's outbox or its sandbox,
+and answers the server's timing rounds. What it reports about itself is information (launch counts, ops,
+its own violations: the second line of the rules), typed by `messages.py`; the verdict and the times come
+from the trusted side (`reference_proc.py`, `job_pipeline.py`). Nothing trusted runs in this file's
+process after the candidate's module is imported, except what `bound.py` bound before.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import linecache
+import os
+import resource
+import secrets
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from workbench.harness import bound, opcheck
+from workbench.harness import compare as _compare
+from workbench.harness import guards as _guards
+from workbench.harness import messages as _messages
+from workbench.harness import outbox as _outbox
+from workbench.harness import outfile as _outfile
+from workbench.harness import plan as _plan
+from workbench.harness import restrict as _restrict
+from workbench.harness import rounds as _rounds
+from workbench.harness import sandbox as _sandbox
+from workbench.harness.channel import Channel
+from workbench.harness.compare import flatten_outputs
+from workbench.harness.guards import Guard
+from workbench.harness.opcheck import OpRecorder
+from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
+from workbench.spec import load_spec, positional_signature
+
+
+def _format_tb(exc: BaseException, hidden: list[str]) -> str:
+    """`traceback.format_exc()` that reads no source line of the `hidden` files: the spec's, which the guards
+    refuse to anyone in the candidate's process (its inputs, made here on the GPU, put its frames in a
+    traceback), so the refusal never replaces the error being reported."""
+    lines = ["Traceback (most recent call last):"]
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        fn = frame.f_code.co_filename
+        lines.append(f'  File "{fn}", line {lineno}, in {frame.f_code.co_name}')
+        if fn not in hidden and os.path.realpath(fn) not in hidden:
+            src = linecache.getline(fn, lineno or 0).strip()
+            if src:
+                lines.append(f"    {src}")
+    lines.extend(ln.rstrip("\n") for ln in traceback.format_exception_only(type(exc), exc))
+    return "\n".join(lines)
+
+
+_COMPILE_HINTS = ("constexpr", "must be", "incompatible", "not supported", "unsupported", "shape", "type")
+
+
+def _classify(exc: BaseException) -> str:
+    mod = type(exc).__module__ or ""
+    if type(exc).__name__ == "InterpreterError":
+        # The interpreter reports front-end errors (a GPU build's CompilationError) at run time.
+        return "compile_error" if any(h in str(exc) for h in _COMPILE_HINTS) else "runtime_error"
+    if isinstance(exc, (SyntaxError, ImportError, NameError)) or "triton.compiler" in mod or \
+            type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure"):
+        return "compile_error"
+    return "runtime_error"
+
+
+def isolate(sandbox: Path, device: str, mem_limit_gb: float) -> None:
+    """Own session, sandbox cwd, output to files, no secrets, caches inside the sandbox."""
+    os.setsid()
+    os.chdir(sandbox)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+        f = os.open(sandbox / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    from workbench.harness.environ import candidate_environ
+
+    # allowed, not filtered: every name outside the allow-list is gone (`environ`)
+    env = candidate_environ(dict(os.environ), str(sandbox))
+    os.environ.clear()
+    os.environ.update(env)
+    (sandbox / "tmp").mkdir(exist_ok=True)
+    import tempfile
+
+    tempfile.tempdir = str(sandbox / "tmp")  # cached by the server before the fork: reset it
+    sys.dont_write_bytecode = True
+    if device == "cpu" and mem_limit_gb > 0:
+        # An address-space cap works on the CPU platform; CUDA reserves huge virtual ranges, so
+        # on the GPU the server watches resident memory instead.
+        limit = _vm_size() + int(mem_limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _load(path: Path, device: str) -> list[Any]:
+    return list(_plan.to_device(torch.load(path, weights_only=True), device))
+
+
+def _inputs_snapshot(inputs: list[Any]) -> list[Any]:
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _exact_outputs(out: Any, guard: Guard, host: bool = True) -> list[Any]:
+    """Outputs as plain, materialized tensors (CPU copies when `host`); anything else is an `output_type`
+    violation."""
+    outs = flatten_outputs(out)
+    clean: list[Any] = []
+    for o in outs:
+        # `bound`: no method of the output looked up (the candidate may have added some to its class)
+        if isinstance(o, bound.Tensor):
+            if type(o) is not bound.Tensor:
+                tag = f"output_type:{type(o).__name__}"
+                if tag not in guard.violations:
+                    guard.violations.append(tag)
+                o = bound.as_subclass(o, bound.Tensor)
+            if bound.device_type(o) == "meta" or bound.is_sparse(o):
+                tag = "output_type:sparse/meta"
+                if tag not in guard.violations:
+                    guard.violations.append(tag)
+            o = bound.detach(o)
+            if host:
+                o = bound.cpu(o) if bound.device_type(o) != "cpu" else bound.clone(o)  # one host copy, not two
+            clean.append(o)
+        else:
+            clean.append(o)
+    return clean
+
+
+def _check_signature(sig: dict[str, Any], model_new: type) -> str | None:
+    for meth in ("__init__", "forward"):
+        na, va = sig[meth]
+        nb, vb = positional_signature(getattr(model_new, meth))
+        if vb or na == nb or (va and nb >= na):
+            continue
+        return f"ModelNew.{meth} takes {nb} positional arguments, Model.{meth} takes {na}"
+    return None
+
+
+def _flag(guard: Guard, tag: str) -> None:
+    if tag not in guard.violations:
+        guard.violations.append(tag)
+
+
+def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
+    """Entry point of the candidate process: confine, guard, import, run the trials, serve the timed rounds."""
+    run = _CandidateRun(job, chan, iso, sock)
+    run.confine()      # 1. namespaces, read-only view, its own uid: before anything of the candidate exists
+    run.guard_up()     # 2. the second line: audit hook, patch detector, wrappers
+    try:
+        model_new = run.import_candidate()  # 3. its module, its `ModelNew`, the signatures
+        if model_new is None:
+            return
+        for si, shape in enumerate(job["shapes"]):
+            model = run.trials(si, shape, model_new)  # 4. every trial of every shape, outputs saved
+            if run.guard.violations:
+                break
+            if si == job.get("timed"):
+                run.timed_rounds(si, shape, model)  # 5. the rounds the server clocks
+        run.msg["aten_ops"] = sorted(run.all_ops)
+        run.finish("passed")
+    except PermissionError as exc:
+        run.finish("rejected", f"{run.where}: {exc}")
+    except BaseException as exc:  # the candidate's failure is the result, never a harness crash
+        status = "timeout" if isinstance(exc, KeyboardInterrupt) else _classify(exc)
+        if isinstance(exc, MemoryError):
+            status = "crashed"
+        run.finish(status, f"{run.where}: {type(exc).__name__}: {exc}\n{tail(_format_tb(exc, run.guard.private))}")
+
+
+class _CandidateRun:
+    """The candidate process's state across its numbered steps (`run_candidate`)."""
+
+    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
+        self.job, self.chan, self.iso, self.sock = job, chan, iso, sock
+        self.msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "",
+                                    "timings_s": {}}
+        self.t_start = time.perf_counter()
+        self.device = job["device"]
+        self.sandbox, self.stage = Path(job["sandbox"]), Path(job["stage"])
+        self.where = "import"
+        self.all_ops: set[str] = set()
+        self.allowed = frozenset(job.get("allowed_ops", []))
+        self.first_call = True
+        self.outbox: _outbox.Writer | None = None
+        self.shared: Any = None
+        self.trial_slot = 0   # slots in the order the reference laid them out: trials, then timed outputs
+        self.timed_slot = int((job.get("outbox") or {}).get("trial_slots", 0))
+
+    def confine(self) -> None:
+        job, iso = self.job, self.iso
+        self.shared = self._map_device_outbox()  # the reference's device memory, while still root
+        self.gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
+        _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
+        if iso is not None:
+            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job["uid"], job.get("allowed_imports", ()))
+            if "mount" in iso.namespaces:
+                self.sandbox, self.stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
+        isolate(self.sandbox, self.device, job.get("mem_limit_gb", 8.0))
+        # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
+        _sandbox.close_inherited_fds({self.chan.cmd_fd, self.chan.report_fd}, iso)
+        self.outbox = self._open_outbox()
+        if iso is not None:
+            for p in (self.sandbox / "tmp", self.sandbox / "stdout.txt", self.sandbox / "stderr.txt"):
+                os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
+            # the file-size limit leaves room for the outbox, which holds GB outputs at published sizes
+            total = int(((job.get("outbox") or {}).get("layout") or {}).get("total", 0))
+            _sandbox.set_limits(file_size_gb=max(8.0, total / 2**30 + 1.0))
+            _sandbox.drop_privileges(iso, job["uid"])
+        self.chan.send({"isolated": iso.to_dict() if iso is not None else None})
+
+    def _open_outbox(self) -> _outbox.Writer | None:
+        """The reference's outbox, opened while this process is still root and no candidate code exists."""
+        desc = self.job.get("outbox")
+        if not desc:
+            return None
+        try:
+            return _outbox.Writer(self.sandbox / _outbox.FILE_NAME, _outbox.Layout.from_dict(desc["layout"]),
+                                  self.device, self.shared)
+        except (OSError, KeyError, ValueError, TypeError):  # the judge then reads files, as without one
+            return None
+
+    def _map_device_outbox(self) -> Any:
+        """The device memory the server passed over the socket (`devmem`), mapped; None: the file it is."""
+        desc = self.job.get("outbox") or {}
+        if self.sock < 0:
+            return None
+        import socket
+
+        try:
+            with socket.socket(fileno=self.sock) as sock:
+                self.sock = -1
+                if not desc.get("device_bytes"):
+                    return None
+                sock.settimeout(30.0)
+                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            if len(fds) != 1:
+                return None
+            from workbench.harness import devmem
+
+            return devmem.Shared.open(fds[0], int(desc["device_bytes"]))
+        except Exception as exc:  # noqa: BLE001 - the file, then: slower, not wrong
+            print(f"device outbox not mapped: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+
+    def save(self, slot: int | None, out: Any, fname: str, seed: int | None = None) -> None:
+        """A judged output into its outbox slot (a large one: its values at the positions of `seed`); one of
+        another layout into a file the judge reads bounded."""
+        clean = _exact_outputs(out, self.guard, host=False)
+        if self.outbox is not None and slot is not None and self.outbox.put(slot, clean, seed):
+            return
+        _outfile.write(self.sandbox / fname, clean)  # flat bytes the judge parses without trusting them
+
+    def guard_up(self) -> None:
+        self.cand_path = self.sandbox / "candidate.py"
+        guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job["spec_path"])])
+        if self.gen is not None:
+            self.gen.guard = guard
+        opcheck.install_triton_wrappers()
+        _guards.wrap_thread_start(guard)
+        _guards.wrap_side_streams(guard, torch)
+        import triton
+        import triton.runtime.autotuner
+        import triton.runtime.jit
+        import triton.testing
+
+        for label, obj in [("torch", torch), ("torch.Tensor", torch.Tensor),
+                           ("torch.nn.functional", torch.nn.functional), ("torch.cuda", torch.cuda),
+                           ("torch.nn.Module", torch.nn.Module), ("time", time), ("triton", triton),
+                           ("triton.testing", triton.testing), ("os", os), ("builtins", builtins),
+                           ("JITFunction", triton.runtime.jit.JITFunction),
+                           ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
+                           ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
+                           ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
+                           ("Channel", Channel)]:
+            guard.watch(label, obj)
+        if "triton.runtime.interpreter" in sys.modules:
+            guard.watch("InterpretedFunction", sys.modules["triton.runtime.interpreter"].InterpretedFunction)
+        guard.snapshot()
+
+    def finish(self, status: str, error: str = "") -> None:
+        msg, guard = self.msg, self.guard
+        guard.active = False
+        guard.check_patches()
+        msg["violations"] = list(guard.violations)
+        msg["launches"] = opcheck.STATE.launches
+        if msg["violations"] and status in ("passed", "runtime_error", "incorrect"):
+            status = "rejected"
+        msg["status"] = status
+        if error:
+            msg["error"] = error
+        msg["timings_s"]["candidate_total"] = time.perf_counter() - self.t_start
+        self.chan.send(_messages.report("finished", **msg))
+
+    def import_candidate(self) -> type | None:
+        """`ModelNew`, or None once the failure is reported."""
+        if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
+            self.guard.install()
+        t0 = time.perf_counter()
+        if os.environ.get("WB_GUARDS", "on") != "off":  # the run-time allow-list (`restrict.py`)
+            rules = _restrict.Rules(self.guard.refuse, tuple(self.job.get("allowed_imports", ())))
+            try:
+                module = _restrict.load_module(self.cand_path.read_bytes(), str(self.cand_path), rules)
+            except _restrict.Refused as exc:
+                _flag(self.guard, f"{exc.rule}:{exc.what}"[:160])
+                self.finish("rejected", f"import: refused by the run-time allow-list: {exc.rule}:{exc.what}")
+                return None
+        else:
+            mspec = importlib.util.spec_from_file_location("candidate", self.cand_path)
+            module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+            sys.modules["candidate"] = module
+            mspec.loader.exec_module(module)  # type: ignore[union-attr]
+        model_new = getattr(module, "ModelNew", None)
+        if not isinstance(model_new, type):
+            self.finish("compile_error", "candidate defines no `ModelNew` class")
+            return None
+        bad_sig = _check_signature(self.job["sig"], model_new)
+        if bad_sig:
+            self.finish("compile_error", f"signature mismatch: {bad_sig}")
+            return None
+        self.msg["timings_s"]["import"] = time.perf_counter() - t0
+        return model_new
+
+    def check_ops(self, rec: OpRecorder) -> None:
+        self.all_ops.update(rec.ops)
+        for op in rec.forbidden(self.allowed):
+            _flag(self.guard, f"forbidden_torch_op:{op}")
+
+    def trials(self, si: int, shape: dict[str, Any], model_new: type) -> Any:
+        """Build the model, run every trial (the last refilling the previous trial's buffers), save outputs."""
+        guard, device, gen, timings = self.guard, self.device, self.gen, self.msg["timings_s"]
+        name = shape["name"]
+        self.where = f"shape {name}: build"
+        init_inputs = _load(self.stage / shape["init"], device)
+        if gen is not None:
+            gen.shape(si)
+        torch.manual_seed(shape["model_seed"])
+        model = model_new(*init_inputs).to(device)
+        buffers: list[Any] | None = None
+        for t, fname in enumerate(shape["trials"]):
+            self.where = f"shape {name}: trial {t}"
+            fresh = gen.make(fname) if gen is not None else _load(self.stage / fname, device)
+            last = t == len(shape["trials"]) - 1
+            if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
+                # Same buffers, new content: a candidate memoizing on pointers returns stale results.
+                _plan.copy_into(buffers, fresh)
+                inputs = buffers
+            else:
+                inputs = fresh
+            before = _inputs_snapshot(inputs)
+            rec = OpRecorder(poison=t % 2)
+            t1 = time.perf_counter()
+            with torch.no_grad(), rec:
+                out = model(*inputs)
+            sync(device)
+            key = "compile_and_first_call" if self.first_call else "correctness"
+            timings[key] = timings.get(key, 0.0) + time.perf_counter() - t1
+            self.first_call = False
+            guard.check_patches()
+            self.check_ops(rec)
+            for i, (a, b) in enumerate(zip(before, inputs)):
+                if not same_values(a, b):
+                    _flag(guard, f"input_mutated:arg{i}")
+            samples = (self.job.get("outbox") or {}).get("trial_samples") or []
+            self.save(self.trial_slot, out, f"out_{si}_{t}.pt",
+                      samples[self.trial_slot] if self.trial_slot < len(samples) else None)
+            self.trial_slot += 1
+            buffers = inputs
+        if opcheck.STATE.launches == 0:
+            _flag(guard, "no_triton_kernel")
+        return model
+
+    def timed_rounds(self, si: int, shape: dict[str, Any], model: Any) -> None:
+        device, gen, stage, guard = self.device, self.gen, self.stage, self.guard
+        self.where = f"shape {shape['name']}: timing"
+        self.chan.send({"timing": si})
+        t2 = time.perf_counter()
+        reader = _plan.RawReader(device)
+
+        def load(order: dict[str, Any]) -> list[list[Any]]:
+            if gen is not None:  # made here, on the device, from the round's seeds
+                return [gen.make(s) for s in order["seeds"]]
+            if order["file"].endswith(".raw"):
+                return reader.read(stage / order["file"])
+            sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
+            return [list(_plan.to_device(s, device)) for s in sets]
+
+        def save(k: int, which: list[int], outs: list[Any], seeds: list[int] | None) -> None:
+            for n, i in enumerate(which):
+                seed = int(seeds[n]) if seeds and n < len(seeds) else None
+                self.save(self.timed_slot, outs[i], f"t_{k}_{i}.pt", seed)
+                self.timed_slot += 1
+
+        recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: sync(device),
+                             OpRecorder, warm=lambda: gpu_warm(device))
+        self.msg["timings_s"]["timing"] = time.perf_counter() - t2
+        guard.check_patches()
+        for rec in recs:
+            self.check_ops(rec)
+
+
+class _InputMaker:
+    """The candidate process's inputs made on its device from seeds (`plan.generate_on`), when the
+    reference process found the spec's `get_inputs()` can (`reference_proc._Reference._device_generation`). The spec is
+    loaded before the process confines itself and before any candidate code exists; the candidate's own
+    code cannot import it (static policy) or open its file (guards)."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.device = job["device"]
+        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        self.base = self.spec.constants()
+        self.shapes = [sh["over"] for sh in job["shapes"]]
+        self.guard: Guard | None = None
+
+    def shape(self, si: int) -> None:
+        _plan.apply_shape(self.spec, self.base, self.shapes[si])
+
+    def make(self, seed: int) -> list[Any]:
+        # The spec's own code runs here, not the candidate's: the guards (which refuse any read of the
+        # spec's file, a warning's source line included) stand aside while it does.
+        was = self.guard.active if self.guard is not None else False
+        if self.guard is not None:
+            self.guard.active = False
+        try:
+            return _plan.generate_on(self.spec, int(seed), self.device)
+        finally:
+            # `torch.initial_seed()` would otherwise say the seed these inputs came from: a fresh one from
+            # the OS CSPRNG replaces it (and the generators' state) before candidate code runs again
+            torch.manual_seed(secrets.randbits(63))
+            if self.guard is not None:
+                self.guard.active = was
+
+

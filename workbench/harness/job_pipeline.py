@@ -1,0 +1,493 @@
+"""The job pipeline (trusted, in the server process): one evaluation's numbered steps.
+
+For every job:
+
+1. the reference process (trusted, forked ahead) loads the spec and stages every input in a stage
+   directory, from seeds drawn by the server that no candidate sees;
+2. the static policy checks the candidate's source (`policy.py`): a violation ends the job here;
+3. the baseline is timed, before any candidate code exists, under the server's clock (cached);
+4. the candidate process (forked ahead, confined by `sandbox.py` in its own namespaces and uid)
+   runs the trials and the timing rounds, which the server clocks (`rounds.py`, `stager.py`);
+5. the candidate's namespace and every process of its uid are killed;
+6. the reference process judges the outputs the candidate left in its sandbox, on the same inputs.
+
+The processes themselves (forked ahead, killed, reaped) are the fork server's (`server.py`); what runs in
+them is `reference_proc.py` and `candidate_proc.py`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from platforms.clock import device_clock
+from workbench.harness import graph_audit as _graph_audit
+from workbench.harness import messages as _messages
+from workbench.harness import outbox as _outbox
+from workbench.harness import policy as _policy
+from workbench.harness import rounds as _rounds
+from workbench.harness import safeio as _safeio
+from workbench.harness import sandbox as _sandbox
+from workbench.harness.channel import ChildGone, Link, ProtocolError
+from workbench.harness.stager import RoundStager
+
+if TYPE_CHECKING:
+    from workbench.harness.server import Server
+
+log = logging.getLogger("workbench.harness.server")
+
+_STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
+# All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
+_STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
+# One round's sets when the candidate makes its inputs on its device (`candidate_proc._InputMaker`).
+_DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "4096"))
+# What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
+# of what the harness stages into its process: an honest kernel at published sizes is never killed.
+MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
+# Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
+# A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
+# The candidate's own writable space (its stdout, temp files, Triton's cache): host memory, so it is taken
+# from its memory limit. The outbox's bytes, laid out by the reference, come on top (`_JobRun.candidate`).
+_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "256"))
+# The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size) when no outbox
+# is used (with one: of outputs, `outbox.judged_outputs`): at least 3.
+_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
+_OUTBOX = os.environ.get("WB_OUTBOX", "on") != "off"  # off: every judged output through a file of its own
+# CPU time the candidate's main thread may spend between this server holding `done` and its waiting for
+# the next command (a send and a read: tens of microseconds); more is work after `done`.
+AFTER_DONE_CPU_MS = float(os.environ.get("WB_AFTER_DONE_CPU_MS", "3"))
+
+
+def _tail_file(path: Path, n: int = 2000) -> str:
+    """A candidate-written file's tail: no link followed, never more than `n` bytes read (`safeio`)."""
+    return _safeio.read_tail(path.parent, path.name, n)
+
+
+def run_steps(server: Server, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link, stage: Path,
+              sandbox: Path, timeout: float, t0: float) -> dict[str, Any]:
+    """The job's numbered steps (the module's docstring); any step may end it with `_End`."""
+    run = _JobRun(server, job, res, ref, cand, stage, sandbox, timeout)
+    try:
+        return _steps(run, cand, res, t0)
+    finally:
+        if run.dev_fd >= 0:  # the job ended before the candidate got it
+            os.close(run.dev_fd)
+
+
+def _steps(run: _JobRun, cand: Link, res: dict[str, Any], t0: float) -> dict[str, Any]:
+    try:
+        run.prepare()          # 1. the reference stages (or will make) every input
+        run.static_policy()    # 2. before any candidate code runs anywhere
+        run.baseline()         # 3. before the candidate exists, under this server's clock
+        report = run.candidate()  # 4. trials and timed rounds in the sandbox
+        run.server._kill_and_status(cand)  # 5. nothing of the candidate survives past this line
+        run.accept(report)
+        run.judge()            # 6. the verdict, from the trusted side
+    except _End as end:
+        return finish(res, end.status, end.error, t0)
+    return finish(res, "passed", "", t0)
+
+
+def finish(res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
+    """The job's result with its status, its diagnosis and the server's wall time."""
+    res["status"] = status
+    if error:
+        res["error"] = error
+    res["timings_s"]["server_wall"] = time.perf_counter() - t0
+    return res
+
+
+def idle_after_done(pid: int) -> bool | None:
+    """After `done`: the candidate's main thread must go straight to waiting on its command pipe. No
+    grace period: from the moment this server holds `done`, the thread may spend at most
+    `AFTER_DONE_CPU_MS` of CPU time (its own clock, `schedstat`, so a loaded host does not count) before
+    it is blocked in read(); work done after `done` is `reported_done_early`. None where /proc says
+    nothing (a kernel without the files)."""
+    cpu0 = _thread_cpu_ns(pid)
+    t0 = time.monotonic()
+    while True:
+        state = _blocked_in_read(pid)
+        if state is None:
+            return None
+        if state:
+            break
+        cpu = _thread_cpu_ns(pid)
+        if cpu0 is not None and cpu is not None and cpu - cpu0 > AFTER_DONE_CPU_MS * 1e6:
+            return False  # working after `done`, however the host is loaded
+        waited = time.monotonic() - t0
+        # Asleep anywhere but its pipe (waiting on a thread that works on) after 0.5 s is work after `done`;
+        # runnable but not yet run is a loaded host's scheduler: its own CPU clock above decides, up to 10 s.
+        if waited > 0.5 and not (waited < 10.0 and _runnable(pid)):
+            return False
+        time.sleep(0.0002)
+    cpu1 = _thread_cpu_ns(pid)
+    if cpu0 is None or cpu1 is None:
+        return True
+    return cpu1 - cpu0 <= AFTER_DONE_CPU_MS * 1e6
+
+
+def verify_isolation(pid: int, claimed: dict[str, Any] | None, enforced: bool) -> dict[str, Any]:
+    """What the candidate process really is, read from /proc by this trusted process (`enforced`: the
+    server isolates candidates)."""
+    seen: dict[str, Any] = {"claimed": claimed, "enforced": enforced}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    seen["uid"] = int(line.split()[1])
+    except OSError:
+        pass
+    own = {}
+    for ns in ("pid", "mnt", "net", "ipc", "uts"):
+        try:
+            own[ns] = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+        except OSError:
+            own[ns] = None
+    seen["own_namespaces"] = own
+    # what it claims is information: only a list of short strings is kept, whatever it sent
+    said = claimed.get("missing") if isinstance(claimed, dict) else None
+    missing = [str(x)[:200] for x in said[:32]] if isinstance(said, list) else []
+    missing += [f"no {ns} namespace" for ns, ok in own.items() if ok is False]
+    if not enforced:
+        missing.append("not isolated: the server is not root or WB_SANDBOX=off")
+    seen["missing"] = missing
+    if missing:
+        log.warning("candidate isolation incomplete: %s", "; ".join(missing))
+    return seen
+
+
+class _End(Exception):
+    """A step ended the job with this status and diagnosis."""
+
+    def __init__(self, status: str, error: str) -> None:
+        super().__init__(error)
+        self.status, self.error = status, error
+
+
+class _JobRun:
+    """One job's state across its numbered steps (`run_steps`)."""
+
+    def __init__(self, server: Server, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link,
+                 stage: Path, sandbox: Path, timeout: float) -> None:
+        self.server, self.job, self.res, self.ref, self.cand = server, job, res, ref, cand
+        self.stage, self.sandbox, self.timeout = stage, sandbox, timeout
+        self.deadline_ref = time.monotonic() + max(timeout, 600.0)
+        self.saved: list[tuple[int, int]] = []
+        self.null_s = 0.0
+        self.dev_fd = -1
+
+    def _sample_seed(self, k: int, i: int) -> int:
+        """The seed of the positions a large timed output of round k, repetition i is judged at (`outbox`)."""
+        return self.server._seeds(3, k, i + 1)[i]
+
+    def _seeds_of(self, kind: int) -> Any:
+        return lambda k, r: {"stage": k, "seeds": self.server._seeds(kind, k, r)}
+
+    def prepare(self) -> None:
+        srv, job, res = self.server, self.job, self.res
+        self.ref.send({"device": srv.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
+                       "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
+                       "seed": srv.plan_seed,
+                       # judged outputs come back through a file this trusted process makes and holds open
+                       "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if _OUTBOX else None})
+        msg = self.ref.recv(self.deadline_ref, expect="prepared")
+        prep = msg.get("prepared")
+        if prep is None:
+            if "bad_spec" in msg:
+                raise _End("bad_spec", msg["bad_spec"])
+            raise _End("bad_spec", "the spec's Model or inputs failed: " + msg.get("reference_error", "no report"))
+        self.prep = prep
+        self.dev_fd = self._device_outbox(prep.get("outbox"))
+        if (prep.get("outbox") or {}).get("device_error"):
+            res["outbox_device_error"] = prep["outbox"]["device_error"][:300]
+        res["plan"] = prep["plan"]
+        res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
+        res["timings_s"].update(prep.get("timings_s", {}))
+        self.timed = prep["timed"]
+        self.devgen = bool(prep.get("devgen"))
+        if prep.get("devgen_off"):
+            res["inputs_staged"] = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
+        # Device time by graph replay needs the inputs made on the device (both contenders alike).
+        self.graphs = self.devgen and srv.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
+        self.slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if self.graphs else 0
+        if self.devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
+        else:
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
+                                                     int(_STAGE_TOTAL_MB * 2**20))
+
+    def _device_outbox(self, box: dict[str, Any] | None) -> int:
+        """The descriptor of the reference's device memory for the outbox (`devmem`), -1 without one: the
+        candidate then writes the file (`box` loses its `device_bytes`)."""
+        if not box or not box.get("device_bytes"):
+            return -1
+        try:
+            sock = socket.socket(fileno=os.dup(self.ref.sock))
+            try:
+                sock.settimeout(30.0)
+                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            finally:
+                sock.close()
+            if len(fds) == 1:
+                return fds[0]
+        except OSError as exc:
+            log.warning("no device outbox: %s", exc)
+        box.pop("device_bytes", None)
+        return -1
+
+    def static_policy(self) -> None:
+        if self.job.get("policy", True):
+            found = _policy.check_source(self.job["candidate_source"], self.prep.get("allowed_imports", []))
+            if found:
+                self.res["violations"] = found
+                raise _End("rejected", "static policy: " + "; ".join(found[:6]))
+
+    def baseline(self) -> None:
+        srv, job, res = self.server, self.job, self.res
+        if self.timed is None:
+            return
+        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), srv.device, self.graphs],
+                         sort_keys=True)
+        if key not in srv.baselines:
+            with device_clock(srv.device) as waited:  # the GPU's timed windows never overlap (clock.py)
+                t1 = time.perf_counter()
+                self.ref.send({"baseline": True})
+                ready = self.ref.recv(self.deadline_ref, expect="baseline_ready")
+                if "failure" in ready:
+                    raise _End("bad_spec", "the spec's Model failed: " + ready["reference_error"])
+                try:
+                    null_s = _rounds.null_round(self.ref, self.deadline_ref)
+                    seeds = self._seeds_of(2)
+                    stats, _, _ = _rounds.drive(self.ref, self.plan, self.deadline_ref, seeds, null_s=null_s,
+                                                judge=False, record=False,
+                                                device_stage=seeds if self.graphs else None,
+                                                device_slots_n=self.slots)
+                except _rounds.RoundFailure as e:
+                    raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
+                res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
+            res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
+            stats.pop("phases_s", None)
+            srv.baselines[key], srv.null_s[key] = stats, null_s
+        res["baseline"] = srv.baselines[key]
+        self.null_s = srv.null_s[key]
+        res["timings_s"]["null_round"] = self.null_s
+
+    def candidate(self) -> dict[str, Any]:
+        """Serve the candidate process until its `finished` report (returned); a broken protocol, a death,
+        a timeout or the memory limit end the job."""
+        srv, res, prep, plan, cand = self.server, self.res, self.prep, self.plan, self.cand
+        # Its memory limit counts what it allocates itself: what the harness stages into its process (a
+        # round's R sets, a trial set, their device copies' host side) comes on top.
+        box = prep.get("outbox")
+        judge_total = int(box["timed_slots"]) if box else \
+            int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
+        # Inputs made on the device stage nothing through host memory, but every saved output passes
+        # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
+        allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
+            2 * prep["set_bytes"] * (plan.r_max + 2)
+        if cand.rss_limit:  # resident memory plus its writable tmpfs stay within the limit
+            cand.rss_limit += allowance - _SANDBOX_MB * 2**20
+        # The sandbox's bound for this job: the outbox the reference laid out, as much again for outputs of
+        # another layout (data-dependent sizes go to files), or without an outbox the judged outputs' files
+        # (their inputs' bytes as a proxy), plus the candidate's own writable space.
+        if box:
+            judged_mb = 2 * int((box.get("layout") or {}).get("total", 0)) / 2**20
+        else:
+            judged_mb = (len(prep["shapes"]) * int(self.job.get("trials", 3)) + judge_total) * prep["set_bytes"] / 2**20
+        size_mb = int(judged_mb + _SANDBOX_MB + 1)
+        if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
+            log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
+        deadline = time.monotonic() + self.timeout
+        cand_job = {"device": srv.device, "sandbox": str(self.sandbox), "stage": str(self.stage),
+                    "uid": srv.uid_lease.uid if srv.uid_lease else os.getuid(), "spec_path": self.job["spec_path"],
+                    "shapes": prep["shapes"], "timed": self.timed, "sig": prep["sig"],
+                    "allowed_ops": prep["allowed_ops"], "devgen": self.devgen,
+                    "allowed_imports": list(prep.get("allowed_imports", [])),
+                    "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
+                    "outbox": box,
+                    # its writable tmpfs is host memory too: taken from what it may allocate
+                    "mem_limit_gb": max(0.5, MEM_LIMIT_GB - _SANDBOX_MB / 1024) + allowance / 2**30}
+        pending = self.stage.parent / "pending"
+        pending.mkdir(mode=0o700)
+        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
+        staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
+        stager = RoundStager(srv, self.ref, self.stage, pending, self.deadline_ref,
+                             staged_bytes <= _input_cache_bytes())
+        if self.dev_fd >= 0:  # before its job: the candidate maps the memory first thing, still root
+            sock = socket.socket(fileno=os.dup(cand.sock))
+            try:
+                socket.send_fds(sock, [b"o"], [self.dev_fd])
+            except OSError as exc:
+                log.warning("device outbox not passed on: %s", exc)
+                box.pop("device_bytes", None)
+            finally:
+                sock.close()
+                os.close(self.dev_fd)
+                self.dev_fd = -1
+        try:
+            cand.send(cand_job)
+            # Each message only in its phase: `isolated` once, first; `timing` once, for the timed shape,
+            # after it; then `finished`. Anything else, a second `isolated` included, is a forged report.
+            msg = cand.recv(deadline, expect="isolated")
+            if msg.get("kind") == "finished":
+                return msg
+            res["isolation"] = verify_isolation(cand.watch_pid, msg["isolated"], srv.isolate)
+            while True:
+                msg = cand.recv(deadline, expect="timing" if self.timed is not None and "timing" not in res
+                                else "finished")
+                if msg.get("kind") == "finished":
+                    return msg
+                if msg["timing"] != self.timed:
+                    raise ProtocolError(f"timing for shape {msg['timing']}, the timed shape is {self.timed}")
+                self._timed_rounds(stager, deadline, judge_total)
+        except ChildGone as gone:
+            status = srv._kill_and_status(cand)
+            if gone.why == "timeout":
+                raise _End("timeout", f"candidate exceeded the {self.timeout:g} s wall-clock limit") from gone
+            if gone.why == "memory":
+                raise _End("crashed", f"candidate exceeded the resident memory limit ({MEM_LIMIT_GB:g} GiB beside "
+                                      "what the harness staged)") from gone
+            tail = (_tail_file(self.sandbox / "stdout.txt") + _tail_file(self.sandbox / "stderr.txt"))[-800:]
+            raise _End("crashed", f"candidate process {status} before reporting (segfault, abort or "
+                                  f"os._exit)\n{tail}") from gone
+        except ProtocolError as e:
+            srv._kill_and_status(cand)
+            res["violations"].append("forged_report")
+            raise _End("rejected", f"the candidate process broke the harness protocol: {e}") from e
+        except _rounds.RoundFailure as e:
+            stager.drain()
+            if "reference_error" in e.msg:
+                srv._kill_and_status(cand)
+                raise _End("bad_spec", "the spec's Model failed: " + e.msg["reference_error"]) from e
+            return e.msg
+
+    def _timed_rounds(self, stager: RoundStager, deadline: float, judge_total: int) -> None:
+        srv, res, cand = self.server, self.res, self.cand
+        seeds = self._seeds_of(1)
+        # Only the timed rounds hold the device's clock: the candidate's compile and correctness trials (and
+        # other jobs') overlap another evaluation's timing; the windows that give a time never do.
+        with device_clock(srv.device) as waited:
+            t2 = time.perf_counter()
+            stats, self.saved, pviol = _rounds.drive(
+                cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
+                idle_check=lambda: idle_after_done(cand.watch_pid),
+                # without a mount namespace and a uid of its own the candidate could read `pending`: no staging
+                ahead=stager.ahead if srv.isolate and not self.devgen else None,
+                device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
+                samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
+            res["timings_s"]["timing"] = time.perf_counter() - t2
+        res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
+        for name, v in stats.pop("phases_s", {}).items():
+            res["timings_s"]["rounds_" + name] = v
+        res["timings_s"]["rounds_reference_staging"] = stager.wait_s
+        stats["inputs"] = "made on the device" if self.devgen else "staged"
+        res["timing"] = stats
+        res["violations"].extend(pviol)
+
+    def _audit_graph(self, names: list[str] | None) -> list[str] | None:
+        """The captured graph's kernels against the Triton kernels the candidate's source (and a spec's
+        trusted packages) define: `graph_audit`. None: no audit possible, so no device clock."""
+        if names is None:
+            return None
+        allowed = _graph_audit.triton_kernels_in(self.job["candidate_source"])
+        for mod in self.prep.get("allowed_imports", []):
+            allowed |= _trusted_kernels(str(mod))
+        found, unknown = _graph_audit.audit(names, allowed)
+        if found:
+            log.warning("captured graph holds kernels that are not the candidate's Triton: %s", found[:4])
+            return found
+        if unknown:  # neither allowed nor a known library's: no device clock, the wall clock decides
+            log.warning("captured graph holds kernels the audit does not know: %s", unknown[:4])
+            return None
+        return found
+
+    def accept(self, report: dict[str, Any]) -> None:
+        """Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the trusted
+        verdict and the trusted clock. Its own times are information and never replace one the server took."""
+        res = self.res
+        res["violations"] = list(dict.fromkeys(res["violations"] + report.get("violations", [])))
+        res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
+        for k, v in report.get("timings_s", {}).items():
+            res["timings_s"].setdefault(k, v)
+        status = _messages.verdict_status(report.get("status", "crashed"), res["violations"])
+        if status != "passed":
+            raise _End(status, report.get("error", "") or "rule broken")
+        if self.timed is not None and "timing" not in res:
+            raise _End("incorrect", "the candidate finished without answering the timing rounds")
+
+    def judge(self) -> None:
+        t3 = time.perf_counter()
+        timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i], self._sample_seed(k, i)) for k, i in self.saved]
+        self.ref.send({"judge": {"sandbox": str(self.sandbox), "timed": timed_pairs}})
+        try:
+            vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
+        except (ProtocolError, ChildGone) as exc:  # the judge died on what the candidate left
+            raise _End("incorrect", f"the judge could not read the candidate's outputs ({exc})") from exc
+        if "failure" in vmsg:
+            # The reference ran the same Model on the same inputs in `prepare` and the baseline: what breaks
+            # it now is what the candidate left behind, so it is the candidate's failure, never `bad_spec`.
+            raise _End("incorrect", "the judge failed on the candidate's outputs: "
+                       + str(vmsg.get("reference_error", ""))[:2000])
+        verdict = vmsg["verdict"]
+        self.res["timings_s"]["judge"] = time.perf_counter() - t3
+        self.res["judged"] = verdict.get("read")
+        self.res["max_abs_err"] = verdict.get("max_abs_err")
+        self.res["max_rel_err"] = verdict.get("max_rel_err")
+        if isinstance(verdict.get("referee"), dict):  # the reference's fp64 check of a mismatch: information
+            self.res["referee"] = verdict["referee"]
+        if not verdict["correct"]:
+            raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
+
+
+def _trusted_kernels(module: str) -> set[str]:
+    """Triton kernels defined in a trusted package's source (a spec's `ALLOWED_IMPORTS`), read as text."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module)
+        if found is None or not found.origin or not found.origin.endswith(".py"):
+            return set()
+        with open(found.origin, encoding="utf-8") as f:
+            return _graph_audit.triton_kernels_in(f.read())
+    except (ImportError, ValueError, OSError):
+        return set()
+
+
+def _input_cache_bytes() -> int:
+    from workbench.harness.input_cache import InputCache
+
+    return InputCache(writable=False).max_bytes if InputCache(writable=False).dir is not None else 0
+
+
+def _thread_cpu_ns(pid: int) -> int | None:
+    """CPU time the process's main thread has run, in ns (`/proc/<pid>/task/<pid>/schedstat`)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _runnable(pid: int) -> bool:
+    """Whether the main thread is running or waiting for a CPU (state R), not asleep."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, IndexError):
+        return False
+
+
+def _blocked_in_read(pid: int) -> bool | None:
+    """True when `pid` sits in read() on a pipe; None when /proc does not say (kernel without the file)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    if not fields:
+        return None
+    return fields[0] == "0"

@@ -1,0 +1,414 @@
+"""The reference process (trusted, root): the code that runs in the forked child that loads the spec.
+
+It builds every input from seeds the candidate never learns and writes them into the job's stage
+directory (or, on the GPU, checks that the candidate can make them on its device), lays out the outbox,
+times the baseline under the server's clock, stages the candidate's timed rounds, and at the end judges
+the outputs the candidate left, after the candidate is dead. No candidate code ever runs in this process.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from workbench.harness import outbox as _outbox
+from workbench.harness import outfile as _outfile
+from workbench.harness import plan as _plan
+from workbench.harness import rounds as _rounds
+from workbench.harness import safeio as _safeio
+from workbench.harness import sandbox as _sandbox
+from workbench.harness.channel import Channel
+from workbench.harness.compare import compare_outputs, flatten_outputs
+from workbench.harness.input_cache import InputCache
+from workbench.harness.opcheck import OpRecorder
+from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
+from workbench.harness.referee import fp64_referee
+from workbench.spec import SpecError, load_spec, positional_signature
+
+
+class _FileOpens:
+    """The files opened while it is entered (an audit hook, installed once, in the trusted reference's
+    process only: the candidate's has the guards' own)."""
+    _current: list[str] | None = None
+    _installed = False
+
+    def __enter__(self) -> _FileOpens:
+        if not _FileOpens._installed:
+            sys.addaudithook(_FileOpens._hook)
+            _FileOpens._installed = True
+        self.paths: list[str] = []
+        _FileOpens._current = self.paths
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _FileOpens._current = None
+
+    @staticmethod
+    def _hook(event: str, args: tuple) -> None:
+        if event == "open" and _FileOpens._current is not None and args and isinstance(args[0], (str, bytes)):
+            _FileOpens._current.append(os.fsdecode(args[0]))
+
+
+class _Reference:
+    """The trusted reference process's state for one job."""
+
+    def __init__(self, job: dict[str, Any], sock: int = -1) -> None:
+        self.job, self.sock = job, sock
+        self.device = job["device"]
+        self.stage = Path(job["stage"])
+        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        _plan.set_tf32(self.spec.allow_tf32)  # the judge's reference computes in IEEE fp32 (spec: ALLOW_TF32)
+        self.plan = _plan.make_plan(self.spec, self.device, job["trials"], job.get("shapes"), job["seed"])
+        self.base = self.spec.constants()
+        self.icache = InputCache(writable=True)  # this trusted process is the only writer
+        self.host: dict[tuple[int, int], list[Any]] = {}
+        names = [n for n, _ in self.plan.shapes]
+        self.timed = names.index(self.plan.timed_shape)
+        self.models: dict[int, Any] = {}
+        self._devgen: bool | None = None
+        self.devgen_off = ""  # why the inputs are staged rather than made on the device, when they are
+        self.cache_timed = False  # the candidate's timed sets went through the input cache
+        self.arena: _outbox.Arena | None = None
+        self.device_error = ""  # why the GPU outbox is a file (the result says)
+        self.trial_samples: list[int | None] = []
+
+    def prepare(self) -> dict[str, Any]:
+        """Write every shape's init inputs and trial inputs into the stage; describe the job."""
+        shapes = []
+        set_bytes = 0
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
+        devgen = self._device_generation()
+        for si, (name, over) in enumerate(self.plan.shapes):
+            _plan.apply_shape(self.spec, self.base, over)
+            init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), "cpu")
+            torch.save(init, self.stage / f"init_{si}.pt")
+            trials: list[Any] = []
+            for t in range(self.plan.trials):
+                seed = self.plan.trial_seed(si, t)
+                if devgen:  # the candidate makes the same values on its device from the seed
+                    inputs = _plan.generate_on(self.spec, seed, self.device)
+                    trials.append(seed)
+                else:
+                    inputs = _plan.build_inputs(self.spec, seed, "cpu", self.icache)
+                    torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
+                    trials.append(f"in_{si}_{t}.pt")
+                if not devgen:  # made again from the seed when needed: held, GBs would sit on the device
+                    self.host[(si, t)] = inputs
+                if si == self.timed:
+                    set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+            shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
+                           "model_seed": self.plan.model_seed(si), "over": over})
+        for p in self.stage.iterdir():
+            os.chmod(p, 0o644)
+        outbox = self._make_outbox()
+        sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
+        return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
+                "devgen_off": self.devgen_off,
+                "allow_tf32": self.spec.allow_tf32, "timing_basis": str(getattr(self.spec.module, "TIMING", "device")),
+                "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
+                "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape},
+                "outbox": outbox}
+
+    def _make_outbox(self) -> dict[str, Any] | None:
+        """The job's outbox (`outbox.py`), laid out from one reference forward per shape: None (outputs then
+        travel as files) when the server named no place for it or an output is not a dense tensor."""
+        where = self.job.get("outbox_path")
+        if not where:
+            return None
+        metas: list[_outbox.Meta] = []
+        for si in range(len(self.plan.shapes)):
+            with torch.no_grad():
+                outs = flatten_outputs(self.model(si)(*_plan.to_device(self.trial_inputs(si, 0), self.device)))
+            meta = _outbox.describe(outs)
+            del outs
+            if meta is None:
+                return None
+            metas.append(meta)
+        trial_slots = [metas[si] for si in range(len(metas)) for _ in range(self.plan.trials)]
+        # each shape's first trial in full; a large output's later trials on a sample (`outbox`)
+        rng = random.SystemRandom()
+        self.trial_samples = [rng.getrandbits(62) if t > 0 and _outbox.sampled(metas[si]) else None
+                              for si in range(len(metas)) for t in range(self.plan.trials)]
+        timed_sampled = _outbox.sampled(metas[self.timed])
+        out_bytes = _outbox.Layout.build([metas[self.timed]], [timed_sampled]).total
+        timed = _outbox.judged_outputs(out_bytes)
+        layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed,
+                                      [s is not None for s in self.trial_samples] + [timed_sampled] * timed)
+        shared = self._share_device_memory(layout.total)
+        self.arena = _outbox.Arena(Path(where), layout, self.device, shared)
+        return {"layout": layout.to_dict(), "trial_slots": len(trial_slots), "timed_slots": timed,
+                "out_bytes": out_bytes, "trial_samples": self.trial_samples,
+                "device_bytes": shared.size if shared is not None else 0, "device_error": self.device_error}
+
+    def _share_device_memory(self, nbytes: int) -> Any:
+        """On the GPU, the outbox's slots as device memory (`devmem`), its descriptor sent to the server;
+        None (the file, then) on the CPU, with `WB_DEVICE_OUTBOX=off`, or when the driver refuses."""
+        if self.device != "cuda" or self.sock < 0 or os.environ.get("WB_DEVICE_OUTBOX", "on") == "off":
+            return None
+        import socket
+
+        from workbench.harness import devmem
+
+        try:
+            shared, fd = devmem.Shared.create(nbytes)
+        except Exception as exc:  # noqa: BLE001 - the driver refused: the file, then
+            self.device_error = f"{type(exc).__name__}: {exc}"
+            return None
+        try:
+            with socket.socket(fileno=os.dup(self.sock)) as sock:
+                socket.send_fds(sock, [b"o"], [fd])
+        except OSError as exc:
+            self.device_error = f"descriptor not sent: {exc}"
+            return None
+        finally:
+            os.close(fd)
+        return shared
+
+    def trial_inputs(self, si: int, t: int) -> list[Any]:
+        """Trial t of shape si's inputs: the staged ones, or made again on the device from their seed."""
+        if (si, t) in self.host:
+            return self.host[(si, t)]
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[si][1])
+        return _plan.generate_on(self.spec, self.plan.trial_seed(si, t), self.device)
+
+    def model(self, si: int) -> Any:
+        if si not in self.models:
+            _plan.apply_shape(self.spec, self.base, self.plan.shapes[si][1])
+            init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), self.device)
+            torch.manual_seed(self.plan.model_seed(si))
+            self.models[si] = self.spec.module.Model(*init).to(self.device)
+        return self.models[si]
+
+    def _device_generation(self) -> bool:
+        """On the GPU, timed inputs are generated there (`get_inputs()` under `torch.device`): host RNG
+        costs seconds per evaluation for large inputs (2 x 16M randn: about 0.3 s a set). Decided once per
+        job, so the judge regenerates exactly what was staged; for specs whose `get_inputs()` fails there or
+        returns anything but device tensors and scalars, or is not the same twice from one seed, the
+        host's. On by default on the GPU (`WB_DEVICE_INPUTS=off` turns it off); on the CPU only when asked
+        (the tests run the same path there). With it, the candidate makes its inputs the same way
+        (`candidate_proc._InputMaker`): nothing is staged through files or host memory."""
+        if self._devgen is None:
+            self._devgen = False
+            default = "on" if self.device == "cuda" else "off"  # on the CPU: a test of the same path
+            if os.environ.get("WB_DEVICE_INPUTS", default) == "on":
+                try:
+                    with _FileOpens() as opened:
+                        probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    again = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    self._devgen = all(same_values(a, b) for a, b in zip(probe, again)) and all(
+                        x.device.type == self.device if isinstance(x, torch.Tensor)
+                        else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
+                    del probe, again
+                    # The candidate makes the same inputs once confined, where the spec's data files (the
+                    # ATen suite's samples beside it) are out of sight: such a spec's inputs are staged.
+                    code = _sandbox.code_paths(self.job.get("allowed_imports", ()))
+                    unseen = [f for f in opened.paths if not _sandbox.seen_when_confined(f, code)]
+                    if unseen and self._devgen:
+                        self._devgen = False
+                        self.devgen_off = f"get_inputs() reads {Path(unseen[0]).name}, out of the candidate's sight"
+                except Exception as exc:  # noqa: BLE001 - the spec's inputs need the host: generate them there
+                    self._devgen = False
+                    self.devgen_off = f"get_inputs() fails on the device: {type(exc).__name__}"
+        return self._devgen
+
+    def timed_sets(self, seeds: list[int], cache: bool = False) -> list[list[Any]]:
+        """The timed shape's inputs of `seeds`: on the device when `_device_generation`, else on the host
+        (through the input cache only when `cache`: a secret seed is worth keeping only when every set of
+        the evaluation fits in the cache, else it just costs a write per set)."""
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
+        if self._device_generation():
+            return [_plan.generate_on(self.spec, s, self.device) for s in seeds]
+        return [_plan.build_inputs(self.spec, s, "cpu", self.icache if cache else None) for s in seeds]
+
+    def baseline(self, chan: Channel) -> None:
+        model = self.model(self.timed)
+
+        def load(order: dict[str, Any]) -> list[list[Any]]:
+            return [list(_plan.to_device(s, self.device)) for s in self.timed_sets(order["seeds"])]
+
+        _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o, s: None, lambda: sync(self.device),
+                      OpRecorder, warm=lambda: gpu_warm(self.device))
+
+    def make_round(self, k: int, seeds: list[int], where: Path, cache: bool) -> str:
+        """Write round k's sets into `where` (the server renames the file into the stage when round k
+        begins): the flat format when every input allows it, else torch.save."""
+        self.cache_timed = self.cache_timed or cache
+        sets = self.timed_sets(seeds, cache)
+        host = [[x.to("cpu", non_blocking=True) if isinstance(x, torch.Tensor) else x for x in st] for st in sets]
+        sync(self.device)
+        if _plan.raw_layout_ok(host):
+            name = f"round_{k}.raw"
+            _plan.write_raw(where / name, host)
+        else:
+            name = f"round_{k}.pt"
+            torch.save(host, where / name)
+        os.chmod(where / name, 0o644)
+        return name
+
+    def judge(self, sandbox: Path, timed: list[tuple[int, int, int, int]]) -> dict[str, Any]:
+        """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
+        out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
+        # inputs or a timed set's seed, the outbox slot, the seed of a sampled slot's positions
+        todo: list[tuple[int, str, str, Any, int, int | None]] = []
+        n_trial = len(self.plan.shapes) * self.plan.trials
+        for si, (name, _) in enumerate(self.plan.shapes):
+            for t in range(self.plan.trials):
+                slot = si * self.plan.trials + t
+                todo.append((si, f"shape {name}, trial {t}", f"out_{si}_{t}.pt", (si, t), slot,
+                             self.trial_samples[slot] if slot < len(self.trial_samples) else None))
+            if si == self.timed:
+                if not timed:
+                    out["correct"] = False
+                    out["problems"].append(f"shape {name}: no timed repetition left an output to check")
+                for j, (k, i, seed, sample) in enumerate(timed):
+                    # regenerated one at a time below: all at once they would hold every judged set
+                    todo.append((si, f"shape {name}, timed round {k} repetition {i}", f"t_{k}_{i}.pt", seed,
+                                 n_trial + j, sample))
+        read = {"outbox": 0, "files": 0, "sampled": 0}
+        for si, where, fname, host, slot, sample in todo:
+            if isinstance(host, int):
+                host = self.timed_sets([host], self.cache_timed)[0]
+            else:
+                host = self.trial_inputs(*host)
+            with torch.no_grad():
+                ref = flatten_outputs(self.model(si)(*_plan.to_device(host, self.device)))
+            self._judging = (si, host)  # the fp64 referee's model and inputs, should this output mismatch
+            try:
+                self._judge_one(out, read, where, fname, slot, sample, ref, sandbox)
+            except Exception as exc:  # noqa: BLE001 - whatever the candidate left that breaks the judge fails it
+                out["correct"] = False
+                out["problems"].append(f"{where}: output refused ({type(exc).__name__}: {str(exc)[:200]})")
+        read["way"] = self.arena.way() if self.arena is not None else "files"  # device memory or the file
+        out["read"] = read
+        return out
+
+    def _judge_one(self, out: dict[str, Any], read: dict[str, int], where: str, fname: str, slot: int,
+                   sample: int | None, ref: list[Any], sandbox: Path) -> None:
+        """One judged output, from trusted buffers only: the outbox slot through this process's own
+        descriptor when the layout has one (a file the candidate planted beside it is never looked at), else
+        the flat output file, read bounded by the reference's own outputs and parsed without trusting it
+        (`outfile`: no pickle, no zip, nothing decompressed)."""
+        slots = self.arena.layout.slots if self.arena is not None else ()
+        if self.arena is not None and slot < len(slots) and _fits_slot(ref, slots[slot]):
+            try:
+                got = self.arena.read(slot)  # through this process's own descriptor, never a path
+            except OSError as exc:  # the candidate truncated the file: its failure, not the spec's
+                out["correct"] = False
+                out["problems"].append(f"{where}: output refused ({exc})")
+                return
+            expect = self.arena.expected(slot, ref, sample)
+            select = None
+            if expect is not ref:
+                read["sampled"] += int(any(e[3] for e in self.arena.layout.slots[slot]))
+                select = lambda full: self.arena.expected(slot, full, sample)  # noqa: E731 - same positions
+            self._compare(out, where, got, expect, select)
+            read["outbox"] += 1
+            return
+        bound = sum(r.numel() * r.element_size() for r in ref if isinstance(r, torch.Tensor)) \
+            + _outfile.MAX_HEADER + len(_outfile.MAGIC) + 8
+        try:
+            data = _safeio.read_bounded(sandbox, fname, bound)
+        except FileNotFoundError:
+            out["correct"] = False
+            out["problems"].append(f"{where}: no output saved")
+            return
+        except OSError as exc:
+            out["correct"] = False
+            out["problems"].append(f"{where}: output refused ({exc})")
+            return
+        try:
+            got = _outfile.parse(data)
+        except _outfile.OutputFileError as exc:
+            out["correct"] = False
+            out["problems"].append(f"{where}: unreadable output ({exc})")
+            return
+        read["files"] += 1
+        self._compare(out, where, [g.to(self.device) if isinstance(g, torch.Tensor) else g for g in got], ref)
+
+    def _compare(self, out: dict[str, Any], where: str, got: list[Any], ref: list[Any],
+                 select: Any = None) -> None:
+        spec = self.spec
+        cmp = compare_outputs(got, ref, tol_overrides=spec.tolerances, allow_tf32=spec.allow_tf32, exact=spec.exact)
+        out["max_abs_err"] = max(out["max_abs_err"], cmp.max_abs_err)
+        out["max_rel_err"] = max(out["max_rel_err"], cmp.max_rel_err)
+        if not cmp.ok:
+            out["correct"] = False
+            out["problems"].extend(f"{where}: {p}" for p in cmp.problems)
+            if "referee" not in out and getattr(self, "_judging", None) is not None:
+                out["referee"] = self._referee(got, ref, select)
+
+    def _referee(self, got: list[Any], ref: list[Any], select: Any) -> dict[str, Any]:
+        """The first mismatch's fp64 referee (`referee.py`): is eager itself as far from the exact result?
+        Information beside the verdict, which stays incorrect; it never raises."""
+        si, host = self._judging
+        try:
+            inputs = list(_plan.to_device(host, self.device))
+        except Exception as exc:  # noqa: BLE001 - information only
+            return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+        return fp64_referee(self.model(si), inputs, got, ref, flatten_outputs, select)
+
+
+def _fits_slot(ref: list[Any], entries: Any) -> bool:
+    """Whether the reference's own outputs have the slot's layout: then a right answer is in the slot, and
+    the judge reads the slot only; else (sizes that depend on the data) only the flat output file."""
+    return len(ref) == len(entries) and all(
+        isinstance(r, torch.Tensor) and str(r.dtype).removeprefix("torch.") == e[0] and tuple(r.shape) == tuple(e[1])
+        for r, e in zip(ref, entries))
+
+
+def _release_cache(device: str) -> None:
+    """Give the blocks the reference freed back to the driver: its caching allocator would otherwise keep
+    GBs of inputs it made (a probe, the baseline's rounds) from the candidate that runs next (a 16 GB
+    KernelBench input ran the H200 out of memory)."""
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
+    """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
+    t0 = time.perf_counter()
+    try:
+        os.setsid()
+        ref = _Reference(job, sock)
+        if ref.device == "cuda":
+            torch.zeros(1, device="cuda")
+        prepared = ref.prepare()
+        _release_cache(ref.device)
+        prepared["timings_s"] = {"reference_prepare": time.perf_counter() - t0}
+        chan.send({"prepared": prepared})
+    except SpecError as exc:
+        chan.send({"prepared": None, "bad_spec": str(exc)})
+        return
+    except BaseException as exc:  # noqa: BLE001 - the spec's own code failed: the spec is at fault
+        chan.send({"prepared": None, "reference_error": f"{type(exc).__name__}: {exc}\n"
+                                                        f"{tail(traceback.format_exc())}"})
+        return
+    while True:
+        try:
+            cmd = chan.recv()
+        except EOFError:
+            return
+        try:
+            if "baseline" in cmd:
+                chan.send({"baseline_ready": True})
+                ref.baseline(chan)
+                _release_cache(ref.device)
+            elif "make_round" in cmd:
+                where = Path(cmd.get("dir") or ref.stage)
+                chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"], where,
+                                                                             bool(cmd.get("cache")))})
+            elif "judge" in cmd:
+                verdict = ref.judge(Path(cmd["judge"]["sandbox"]), [tuple(x) for x in cmd["judge"]["timed"]])
+                chan.send({"verdict": verdict})
+                return
+        except BaseException as exc:  # noqa: BLE001 - reported; the server turns it into bad_spec
+            chan.send({"failure": True, "reference_error": f"{type(exc).__name__}: {exc}\n"
+                                                           f"{tail(traceback.format_exc())}"})
+            return
+
