@@ -36,11 +36,19 @@ from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_tunables
 
 TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "DW_BLOCK_C", "DW_BLOCK_P",
-            "DIRECT_BLOCK_P", "DIRECT_BLOCK_CO", "DIRECT_NUM_WARPS", "CONV_DIRECT")
+            "DIRECT_BLOCK_P", "DIRECT_BLOCK_CO", "DIRECT_NUM_WARPS", "CONV_DIRECT", "CONV_NUM_STAGES")
 # DW_*: the depthwise form's [channels, positions] tile. On the H200 (level 1 82-85, fp32, 4 warps) 4 x 256
 # ran at 1.08-2.24x of cuDNN, the implicit GEMM's 32 x 64 at 0.20-0.52x (experiments/depthwise_tiles)
-DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 64), "CONV_BLOCK_CO": ([16, 32, 64, 128], 32),
-            "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 4),
+# CONV_*: the implicit GEMM's tile. The untuned draft's fp32 dot is "ieee", Triton's FMA path: each k step a
+# thread reads its rows of x and columns of w from shared memory (LDS.128) and does one FFMA per output it
+# holds. sm_90 SASS of the tap loop (python -m workbench.lowering.conv_sm90, level 1 63 and 61): a 64 x 32 tile
+# on 4 warps (16 outputs a thread) issues 256 FFMA per 32 LDS.128, 128 x 64 on 8 warps (32 a thread) 512 per
+# 48. An SM issues 4 FFMA warp-instructions a clock but moves one LDS.128 warp-instruction (512 B) per 4
+# clocks, so FFMA-bound needs >= 16 FFMA per LDS.128: the 64 x 32 default was capped by shared-memory bandwidth
+# at 8/16 = 50% of the FP32 peak, 128 x 64 x 8 warps at 67% (128 registers, 2 blocks an SM, no spill)
+DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 128), "CONV_BLOCK_CO": ([16, 32, 64, 128], 64),
+            "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 8),
+            "CONV_NUM_STAGES": ([2, 3, 4, 5], 3),
             "DW_BLOCK_C": ([1, 2, 4, 8], 4), "DW_BLOCK_P": ([256, 512, 1024], 256),
             "DIRECT_BLOCK_P": ([128, 256, 512], 256), "DIRECT_BLOCK_CO": ([8, 16, 32, 64], 16),
             "DIRECT_NUM_WARPS": ([1, 2, 4], 4), "CONV_DIRECT": ([1, 0], 1)}
@@ -411,8 +419,14 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
         [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT"] + \
         (["_COUT_GP"] if direct else []) + ["*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     big = ", ".join([xv, wv] + outs + exp)
-    bp, bc = ("DW_BLOCK_P", "DW_BLOCK_C") if dw else ("CONV_BLOCK_P", "CONV_BLOCK_CO")
-    nw = "CONV_NUM_WARPS"
+    bp, bc = ("DW_BLOCK_P", "DW_BLOCK_C") if dw else ("CONV_BLOCK_P", "_BCO")
+    nw, stages = "CONV_NUM_WARPS", ", num_stages=CONV_NUM_STAGES"
+    if not dw and not direct:
+        # output channels of a group in one block no wider than they are (tl.dot needs 16): 16 a group (level 1
+        # 58, 75) or 8 (72, 73) left 3/4 of a 64-wide tile's columns idle
+        launch.append("_BCO = min(CONV_BLOCK_CO, max(16, triton.next_power_of_2(_COUT_G)))")
+    else:
+        stages = ""  # the depthwise and direct forms (no tl.dot) keep Triton's default of 3 stages
     if direct:
         # output channels of a group in one block up to DIRECT_BLOCK_CO (16 for a 16-channel output: no lane
         # idle); DIRECT_BLOCK_P >= 32 * DIRECT_NUM_WARPS positions (their choices keep it so)
@@ -420,7 +434,7 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
     grid = f"triton.cdiv(_COUT, {bc}), 1" if dw else f"triton.cdiv(_COUT_G, {bc}), {G * ncls}"
     launch.append(f"if _N * _PSP and _COUT_G: {name}[(triton.cdiv(_N * _PSP, {bp}), {grid})]("
                   f"{', '.join(args)}, CONV_BLOCK_P={bp}, CONV_BLOCK_CO={bc}, "
-                  f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps={nw}"
+                  f"CONV_BLOCK_R=_BR, IDX64=_idx64(_N * _COUT * _OSP, {big}), num_warps={nw}{stages}"
                   f"{', CH_EVEN=_CIN_G % _BR == 0' if tap else ''}"
                   f"{', DOT_PREC=MM_PRECISION' if 'DOT_PREC' in prec else ''}"
                   f"{', DOT_F32=_DOT_F32' if bf16 else ''})")
@@ -430,11 +444,20 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
 register_family(Family("conv", "conv", conv_kernel, TUNABLES, anchor=lambda node: packet(node) == "convolution",
                        dot=True, rank=30))
 # an fp32 implicit GEMM is 3-5x faster in tf32x3 than in "ieee" FMA (the conv probe on the H200): seven of
-# eight points try it; positions >= 64 keep the tile on wgmma (64 rows a warpgroup)
-register_space(Space("conv", ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "MM_PRECISION"),
-                     ((128, 64, 32, 4, "tf32x3"), (128, 128, 32, 8, "tf32x3"), (64, 64, 32, 4, "tf32x3"),
-                      (128, 32, 32, 4, "tf32x3"), (128, 64, 16, 4, "tf32x3"), (64, 128, 32, 4, "tf32x3"),
-                      (128, 64, 64, 8, "tf32x3"), (128, 64, 32, 8, "ieee")), rank=50))
+# eight points try it; positions >= 64 keep the tile on wgmma (64 rows a warpgroup). sm_90 SASS
+# (workbench/lowering/conv_sm90.py): tf32x3 splits each operand into hi and lo tf32 halves in registers, so a
+# 128 x 64 tile on 4 warps took 255 registers (one block of 4 warps an SM) and spilled on level 1 61
+# (transposed 3-D); on 8 warps it takes 113-135, two blocks an SM, no spill: the 128 x 64 points run 8 warps.
+# A schedule is more than a tile: CONV_NUM_STAGES deepens the cp.async pipeline where a k step is short
+# (16 channels: 33 KB a stage-set at 3 stages) and the last point keeps the FMA path ("ieee", for problems where
+# tf32x3 fails the tolerance) on a 64 x 64 tile of 4 warps: the default's 512 FFMA per 48 LDS.128 in 128
+# registers, four blocks an SM instead of two. The FMA path's 128 x 128 (1024 FFMA per 80) took 252 registers
+# and spilled 32 bytes in the flat loop
+register_space(Space("conv", ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "CONV_NUM_STAGES",
+                              "MM_PRECISION"),
+                     ((128, 64, 32, 8, 3, "tf32x3"), (128, 128, 32, 8, 3, "tf32x3"), (64, 64, 32, 4, 4, "tf32x3"),
+                      (128, 32, 32, 4, 3, "tf32x3"), (128, 64, 16, 8, 5, "tf32x3"), (64, 128, 32, 4, 3, "tf32x3"),
+                      (128, 64, 64, 8, 3, "tf32x3"), (64, 64, 32, 4, 4, "ieee")), rank=50))
 # the direct form's tiles (checked on sm_90 without spills: tests/lowering/test_conv_direct.py); CONV_DIRECT 0
 # (points 0 and 4) runs the flat GEMM instead, with the conv space's point of the same index (tf32x3 there:
 # the form the tuner picked for these problems before the direct one)
