@@ -269,6 +269,7 @@ def test_no_grace_period_after_done(work_s: float) -> None:
     import sys
 
     from workbench.harness import job_pipeline
+    from workbench.harness.settings import HarnessSettings
 
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -277,7 +278,7 @@ def test_no_grace_period_after_done(work_s: float) -> None:
     try:
         os.write(cmd_w, b"g")
         assert os.read(rep_r, 1) == b"d"
-        quiet = job_pipeline.idle_after_done(proc.pid)
+        quiet = job_pipeline.idle_after_done(proc.pid, HarnessSettings().after_done_cpu_ms)
         if quiet is None:
             pytest.skip("/proc/<pid>/syscall is not readable here")
         assert quiet is (work_s == 0.0), (work_s, quiet)
@@ -309,6 +310,7 @@ def test_a_loaded_host_is_not_work_after_done() -> None:
     import time
 
     from workbench.harness import job_pipeline
+    from workbench.harness.settings import HarnessSettings
 
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -321,7 +323,7 @@ def test_a_loaded_host_is_not_work_after_done() -> None:
         os.write(cmd_w, b"g")
         assert os.read(rep_r, 1) == b"d"
         t0 = time.monotonic()
-        quiet = job_pipeline.idle_after_done(proc.pid)
+        quiet = job_pipeline.idle_after_done(proc.pid, HarnessSettings().after_done_cpu_ms)
         if quiet is None:
             pytest.skip("/proc/<pid>/syscall is not readable here")
         assert quiet is True and time.monotonic() - t0 > 0.5, time.monotonic() - t0  # it did wait past 0.5 s

@@ -9,6 +9,7 @@ import torch
 
 from workbench.harness import outbox
 from workbench.harness.compare import compare_outputs
+from workbench.harness.settings import HarnessSettings
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool,
           torch.complex64]
@@ -99,8 +100,8 @@ def test_a_sampled_slot_holds_the_values_at_the_seeds_positions(tmp_path: Path, 
     assert torch.equal(arena.read(0)[0], out)
 
 
-def test_sampling_starts_above_the_full_size_and_judged_outputs_are_bounded(monkeypatch) -> None:
-    monkeypatch.setattr(outbox, "FULL_MB", 1.0)
-    assert not outbox.sampled([("float32", (256, 1024))])   # exactly 1 MB
-    assert outbox.sampled([("float32", (256, 1025))])
-    assert outbox.judged_outputs(1) == 1000 and outbox.judged_outputs(2**40) == outbox.MIN_TIMED
+def test_sampling_starts_above_the_full_size_and_judged_outputs_are_bounded() -> None:
+    assert not outbox.sampled([("float32", (256, 1024))], full_mb=1.0)   # exactly 1 MB
+    assert outbox.sampled([("float32", (256, 1025))], full_mb=1.0)
+    judge_mb = HarnessSettings().judge_mb
+    assert outbox.judged_outputs(1, judge_mb) == 1000 and outbox.judged_outputs(2**40, judge_mb) == outbox.MIN_TIMED

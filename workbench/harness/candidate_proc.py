@@ -39,6 +39,7 @@ from workbench.harness.compare import flatten_outputs
 from workbench.harness.guards import Guard
 from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
+from workbench.harness.settings import HarnessSettings
 from workbench.spec import load_spec, positional_signature
 
 
@@ -159,9 +160,10 @@ def _flag(guard: Guard, tag: str) -> None:
         guard.violations.append(tag)
 
 
-def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
+def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
+                  sock: int = -1) -> None:
     """Entry point of the candidate process: confine, guard, import, run the trials, serve the timed rounds."""
-    run = _CandidateRun(job, chan, iso, sock)
+    run = _CandidateRun(job, chan, iso, settings, sock)
     run.confine()      # 1. namespaces, read-only view, its own uid: before anything of the candidate exists
     run.guard_up()     # 2. the second line: audit hook, patch detector, wrappers
     try:
@@ -188,8 +190,9 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
 class _CandidateRun:
     """The candidate process's state across its numbered steps (`run_candidate`)."""
 
-    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, sock: int = -1) -> None:
-        self.job, self.chan, self.iso, self.sock = job, chan, iso, sock
+    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
+                 sock: int = -1) -> None:
+        self.job, self.chan, self.iso, self.sock, self.settings = job, chan, iso, sock, settings
         self.msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "",
                                     "timings_s": {}}
         self.t_start = time.perf_counter()
@@ -311,10 +314,10 @@ class _CandidateRun:
 
     def import_candidate(self) -> type | None:
         """`ModelNew`, or None once the failure is reported."""
-        if os.environ.get("WB_GUARDS", "on") != "off":  # off: a trusted diagnosis of the guards' own cost
+        if self.settings.guards:  # WB_GUARDS=off: a trusted diagnosis of the guards' own cost
             self.guard.install()
         t0 = time.perf_counter()
-        if os.environ.get("WB_GUARDS", "on") != "off":  # the run-time allow-list (`restrict.py`)
+        if self.settings.guards:  # the run-time allow-list (`restrict.py`)
             rules = _restrict.Rules(self.guard.refuse, tuple(self.job.get("allowed_imports", ())))
             try:
                 module = _restrict.load_module(self.cand_path.read_bytes(), str(self.cand_path), rules)
@@ -409,7 +412,7 @@ class _CandidateRun:
                 self.timed_slot += 1
 
         recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: sync(device),
-                             OpRecorder, warm=lambda: gpu_warm(device))
+                             OpRecorder, warm=lambda: gpu_warm(device, self.settings.warm_ms))
         self.msg["timings_s"]["timing"] = time.perf_counter() - t2
         guard.check_patches()
         for rec in recs:

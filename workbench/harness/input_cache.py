@@ -28,15 +28,15 @@ from typing import Any
 
 import torch
 
+from workbench.harness.settings import HarnessSettings
 from workbench.spec import Spec
 
 log = logging.getLogger(__name__)
 _SIBLINGS: dict[str, str] = {}  # spec directory -> digest of its .py files (fixed for a process)
 
 
-def cache_dir() -> Path | None:
-    """Where entries live, or None when disabled."""
-    env = os.environ.get("WB_INPUT_CACHE", "")
+def cache_dir(env: str) -> Path | None:
+    """Where entries live (`env`: the setting `WB_INPUT_CACHE`), or None when disabled."""
     if env.lower() in ("off", "0", "no", "false"):
         return None
     if env:
@@ -69,11 +69,14 @@ def entry_key(spec: Spec, seed: int, kind: str = "inputs") -> str:
 class InputCache:
     """Load or store the host inputs of one seed; `writable=False` in the candidate process."""
 
-    def __init__(self, writable: bool, directory: Path | None = None, max_mb: float | None = None) -> None:
-        self.dir = directory if directory is not None else cache_dir()
+    def __init__(self, writable: bool, directory: Path | None = None, max_mb: float | None = None,
+                 settings: HarnessSettings | None = None) -> None:
+        """`directory` and `max_mb` default to the settings' (`WB_INPUT_CACHE`, `WB_INPUT_CACHE_MB`): the
+        harness passes its own, a tool outside it gets this process's environment's."""
+        s = settings if settings is not None else HarnessSettings.from_env()
+        self.dir = directory if directory is not None else cache_dir(s.input_cache)
         self.writable = writable and self.dir is not None
-        self.max_bytes = int((max_mb if max_mb is not None else float(os.environ.get("WB_INPUT_CACHE_MB", 2048)))
-                             * 2**20)
+        self.max_bytes = int((max_mb if max_mb is not None else s.input_cache_mb) * 2**20)
         self.hits = self.misses = 0
 
     def prime(self, spec: Spec) -> None:

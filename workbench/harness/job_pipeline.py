@@ -33,33 +33,13 @@ from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import ChildGone, Link, ProtocolError
+from workbench.harness.settings import HarnessSettings
 from workbench.harness.stager import RoundStager
 
 if TYPE_CHECKING:
     from workbench.harness.server import Server
 
 log = logging.getLogger("workbench.harness.server")
-
-_STAGE_BUDGET_MB = float(os.environ.get("WB_STAGE_MB", "512"))
-# All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
-_STAGE_TOTAL_MB = float(os.environ.get("WB_STAGE_TOTAL_MB", "3072"))
-# One round's sets when the candidate makes its inputs on its device (`candidate_proc._InputMaker`).
-_DEVICE_STAGE_MB = float(os.environ.get("WB_DEVICE_STAGE_MB", "4096"))
-# What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
-# of what the harness stages into its process: an honest kernel at published sizes is never killed.
-MEM_LIMIT_GB = float(os.environ.get("WB_MEM_LIMIT_GB", "8"))
-# Each candidate's writable space: a tmpfs of this size (and 4096 files), not the host's /dev/shm.
-# A cap, not a reservation: the judge reads the outputs from there (KernelBench's largest are GBs each).
-# The candidate's own writable space (its stdout, temp files, Triton's cache): host memory, so it is taken
-# from its memory limit. The outbox's bytes, laid out by the reference, come on top (`_JobRun.candidate`).
-_SANDBOX_MB = int(os.environ.get("WB_SANDBOX_MB", "256"))
-# The timed outputs the judge reads, in bytes of input sets (a proxy of the outputs' size) when no outbox
-# is used (with one: of outputs, `outbox.judged_outputs`): at least 3.
-_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
-_OUTBOX = os.environ.get("WB_OUTBOX", "on") != "off"  # off: every judged output through a file of its own
-# CPU time the candidate's main thread may spend between this server holding `done` and its waiting for
-# the next command (a send and a read: tens of microseconds); more is work after `done`.
-AFTER_DONE_CPU_MS = float(os.environ.get("WB_AFTER_DONE_CPU_MS", "3"))
 
 
 def _tail_file(path: Path, n: int = 2000) -> str:
@@ -101,10 +81,10 @@ def finish(res: dict[str, Any], status: str, error: str, t0: float) -> dict[str,
     return res
 
 
-def idle_after_done(pid: int) -> bool | None:
+def idle_after_done(pid: int, cpu_ms: float) -> bool | None:
     """After `done`: the candidate's main thread must go straight to waiting on its command pipe. No
     grace period: from the moment this server holds `done`, the thread may spend at most
-    `AFTER_DONE_CPU_MS` of CPU time (its own clock, `schedstat`, so a loaded host does not count) before
+    `cpu_ms` (`WB_AFTER_DONE_CPU_MS`) of CPU time (its own clock, `schedstat`, so a loaded host does not count) before
     it is blocked in read(); work done after `done` is `reported_done_early`. None where /proc says
     nothing (a kernel without the files)."""
     cpu0 = _thread_cpu_ns(pid)
@@ -116,7 +96,7 @@ def idle_after_done(pid: int) -> bool | None:
         if state:
             break
         cpu = _thread_cpu_ns(pid)
-        if cpu0 is not None and cpu is not None and cpu - cpu0 > AFTER_DONE_CPU_MS * 1e6:
+        if cpu0 is not None and cpu is not None and cpu - cpu0 > cpu_ms * 1e6:
             return False  # working after `done`, however the host is loaded
         waited = time.monotonic() - t0
         # Asleep anywhere but its pipe (waiting on a thread that works on) after 0.5 s is work after `done`;
@@ -127,7 +107,7 @@ def idle_after_done(pid: int) -> bool | None:
     cpu1 = _thread_cpu_ns(pid)
     if cpu0 is None or cpu1 is None:
         return True
-    return cpu1 - cpu0 <= AFTER_DONE_CPU_MS * 1e6
+    return cpu1 - cpu0 <= cpu_ms * 1e6
 
 
 def verify_isolation(pid: int, claimed: dict[str, Any] | None, enforced: bool) -> dict[str, Any]:
@@ -193,7 +173,7 @@ class _JobRun:
                        "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
                        "seed": srv.plan_seed,
                        # judged outputs come back through a file this trusted process makes and holds open
-                       "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if _OUTBOX else None})
+                       "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if srv.settings.outbox else None})
         msg = self.ref.recv(self.deadline_ref, expect="prepared")
         prep = msg.get("prepared")
         if prep is None:
@@ -212,13 +192,14 @@ class _JobRun:
         if prep.get("devgen_off"):
             res["inputs_staged"] = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
         # Device time by graph replay needs the inputs made on the device (both contenders alike).
-        self.graphs = self.devgen and srv.device == "cuda" and os.environ.get("WB_DEVICE_TIME", "on") != "off"
-        self.slots = _rounds.device_slots(prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20 / 2)) if self.graphs else 0
+        self.graphs = self.devgen and srv.device == "cuda" and srv.settings.device_time
+        device_stage = int(srv.settings.device_stage_mb * 2**20)
+        self.slots = _rounds.device_slots(prep["set_bytes"], int(device_stage / 2)) if self.graphs else 0
         if self.devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
-            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_DEVICE_STAGE_MB * 2**20))
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], device_stage)
         else:
-            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(_STAGE_BUDGET_MB * 2**20),
-                                                     int(_STAGE_TOTAL_MB * 2**20))
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(srv.settings.stage_mb * 2**20),
+                                                     int(srv.settings.stage_total_mb * 2**20))
 
     def _device_outbox(self, box: dict[str, Any] | None) -> int:
         """The descriptor of the reference's device memory for the outbox (`devmem`), -1 without one: the
@@ -284,13 +265,13 @@ class _JobRun:
         # round's R sets, a trial set, their device copies' host side) comes on top.
         box = prep.get("outbox")
         judge_total = int(box["timed_slots"]) if box else \
-            int(max(3, min(1000, _JUDGE_MB * 2**20 // max(1, prep["set_bytes"]))))
+            int(max(3, min(1000, srv.settings.judge_mb * 2**20 // max(1, prep["set_bytes"]))))
         # Inputs made on the device stage nothing through host memory, but every saved output passes
         # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
         allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
             2 * prep["set_bytes"] * (plan.r_max + 2)
         if cand.rss_limit:  # resident memory plus its writable tmpfs stay within the limit
-            cand.rss_limit += allowance - _SANDBOX_MB * 2**20
+            cand.rss_limit += allowance - srv.settings.sandbox_mb * 2**20
         # The sandbox's bound for this job: the outbox the reference laid out, as much again for outputs of
         # another layout (data-dependent sizes go to files), or without an outbox the judged outputs' files
         # (their inputs' bytes as a proxy), plus the candidate's own writable space.
@@ -298,7 +279,7 @@ class _JobRun:
             judged_mb = 2 * int((box.get("layout") or {}).get("total", 0)) / 2**20
         else:
             judged_mb = (len(prep["shapes"]) * int(self.job.get("trials", 3)) + judge_total) * prep["set_bytes"] / 2**20
-        size_mb = int(judged_mb + _SANDBOX_MB + 1)
+        size_mb = int(judged_mb + srv.settings.sandbox_mb + 1)
         if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
             log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
         deadline = time.monotonic() + self.timeout
@@ -310,13 +291,14 @@ class _JobRun:
                     "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
                     "outbox": box,
                     # its writable tmpfs is host memory too: taken from what it may allocate
-                    "mem_limit_gb": max(0.5, MEM_LIMIT_GB - _SANDBOX_MB / 1024) + allowance / 2**30}
+                    "mem_limit_gb": max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024)
+                    + allowance / 2**30}
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
         staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
         stager = RoundStager(srv, self.ref, self.stage, pending, self.deadline_ref,
-                             staged_bytes <= _input_cache_bytes())
+                             staged_bytes <= _input_cache_bytes(srv.settings))
         if self.dev_fd >= 0:  # before its job: the candidate maps the memory first thing, still root
             sock = socket.socket(fileno=os.dup(cand.sock))
             try:
@@ -349,8 +331,8 @@ class _JobRun:
             if gone.why == "timeout":
                 raise _End("timeout", f"candidate exceeded the {self.timeout:g} s wall-clock limit") from gone
             if gone.why == "memory":
-                raise _End("crashed", f"candidate exceeded the resident memory limit ({MEM_LIMIT_GB:g} GiB beside "
-                                      "what the harness staged)") from gone
+                raise _End("crashed", "candidate exceeded the resident memory limit "
+                                      f"({srv.settings.mem_limit_gb:g} GiB beside what the harness staged)") from gone
             tail = (_tail_file(self.sandbox / "stdout.txt") + _tail_file(self.sandbox / "stderr.txt"))[-800:]
             raise _End("crashed", f"candidate process {status} before reporting (segfault, abort or "
                                   f"os._exit)\n{tail}") from gone
@@ -374,7 +356,7 @@ class _JobRun:
             t2 = time.perf_counter()
             stats, self.saved, pviol = _rounds.drive(
                 cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
-                idle_check=lambda: idle_after_done(cand.watch_pid),
+                idle_check=lambda: idle_after_done(cand.watch_pid, srv.settings.after_done_cpu_ms),
                 # without a mount namespace and a uid of its own the candidate could read `pending`: no staging
                 ahead=stager.ahead if srv.isolate and not self.devgen else None,
                 device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
@@ -457,10 +439,11 @@ def _trusted_kernels(module: str) -> set[str]:
         return set()
 
 
-def _input_cache_bytes() -> int:
+def _input_cache_bytes(settings: HarnessSettings) -> int:
     from workbench.harness.input_cache import InputCache
 
-    return InputCache(writable=False).max_bytes if InputCache(writable=False).dir is not None else 0
+    cache = InputCache(writable=False, settings=settings)
+    return cache.max_bytes if cache.dir is not None else 0
 
 
 def _thread_cpu_ns(pid: int) -> int | None:

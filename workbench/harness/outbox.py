@@ -13,7 +13,7 @@ layout differs from the reference's (a dtype, a shape, a count, a non-tensor) go
 (`reference_proc`), where the judge reports the difference. A slot left unwritten reads as zeros: the
 comparison fails unless zeros are the right answer.
 
-Outputs over `FULL_MB` (KernelBench's elementwise problems return 6 GB) are judged in full on each shape's
+Outputs over `WB_JUDGE_FULL_MB` (KernelBench's elementwise problems return 6 GB) are judged in full on each shape's
 first trial, and on a sample everywhere else: the first and last `EDGE` elements and `SAMPLE` positions
 drawn from a seed the trusted side picks. A timed output's seed is sent with the `save` order, after
 `done`: the outputs exist before anyone knows which positions are read.
@@ -41,16 +41,15 @@ ALIGN = 4096             # slots start on page boundaries
 HEADER = ALIGN           # the file's first page: which way the candidate wrote (b"D" device, b"F" file)
 CHUNK = 64 * 2**20       # bytes one host round trip moves on the GPU
 FILE_NAME = "outbox.bin"
-_JUDGE_MB = float(os.environ.get("WB_JUDGE_MB", "512"))
 MIN_TIMED = 2            # timed outputs judged however large they are (the first round always gives one)
-FULL_MB = float(os.environ.get("WB_JUDGE_FULL_MB", "256"))  # outputs larger are sampled beyond trial 0
 SAMPLE = 1 << 20         # random positions of a sampled output
 EDGE = 1 << 16           # and its first and last elements (tails are where masks go wrong)
 
 
-def judged_outputs(out_bytes: int) -> int:
-    """Timed outputs the judge reads: their bytes within WB_JUDGE_MB, at least `MIN_TIMED`, at most 1000."""
-    return int(max(MIN_TIMED, min(1000, _JUDGE_MB * 2**20 // max(1, out_bytes))))
+def judged_outputs(out_bytes: int, judge_mb: float) -> int:
+    """Timed outputs the judge reads: their bytes within `judge_mb` (`WB_JUDGE_MB`), at least `MIN_TIMED`, at
+    most 1000."""
+    return int(max(MIN_TIMED, min(1000, judge_mb * 2**20 // max(1, out_bytes))))
 
 
 Meta = list[tuple[str, tuple[int, ...]]]  # one slot: (dtype name, shape) of each output
@@ -77,9 +76,10 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     return math.prod(shape) * _dtype(dtype).itemsize
 
 
-def sampled(meta: Meta) -> bool:
-    """Whether a slot of this layout is judged on a sample (when it is not a first trial)."""
-    return any(_nbytes(d, s) > FULL_MB * 2**20 for d, s in meta)
+def sampled(meta: Meta, full_mb: float) -> bool:
+    """Whether a slot of this layout is judged on a sample (when it is not a first trial): an output over
+    `full_mb` (`WB_JUDGE_FULL_MB`)."""
+    return any(_nbytes(d, s) > full_mb * 2**20 for d, s in meta)
 
 
 def positions(numel: int, seed: int, device: str) -> torch.Tensor:

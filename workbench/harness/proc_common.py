@@ -8,7 +8,6 @@ the job, the spec or the channel; what runs in one process only lives in `candid
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -31,17 +30,17 @@ _WARM: dict[str, Any] = {}
 _MM = torch.mm  # bound at import: the warm-up before `go` runs no function a candidate put on torch
 
 
-def gpu_warm(device: str, matmuls: int = 6) -> None:
+def gpu_warm(device: str, warm_ms: float = 0.0, matmuls: int = 6) -> None:
     """Keep the GPU busy before a round: after seconds of host-side staging its clocks are down, and a
     round of a few short repetitions would run at idle clocks. Both contenders run it, the same way:
-    `matmuls` fp16 4096^3 products (about 1 ms on an H200), or with `WB_WARM_MS` set, products until that
-    many milliseconds of wall time have passed (a diagnosis knob of the timing bias, docs/harness.md)."""
+    `matmuls` fp16 4096^3 products (about 1 ms on an H200), or with `warm_ms` (`WB_WARM_MS`) set, products until
+    that many milliseconds of wall time have passed (a diagnosis knob of the timing bias, docs/harness.md)."""
     if device != "cuda":
         return
     if "w" not in _WARM:
         _WARM["w"] = torch.ones(4096, 4096, dtype=torch.float16, device="cuda")
         _WARM["o"] = torch.empty_like(_WARM["w"])
-    warm_s = float(os.environ.get("WB_WARM_MS", "0") or 0) / 1000.0
+    warm_s = warm_ms / 1000.0
     if warm_s <= 0:
         for _ in range(matmuls):
             _MM(_WARM["w"], _WARM["w"], out=_WARM["o"])

@@ -29,6 +29,7 @@ from workbench.harness.input_cache import InputCache
 from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
 from workbench.harness.referee import fp64_referee
+from workbench.harness.settings import HarnessSettings
 from workbench.spec import SpecError, load_spec, positional_signature
 
 
@@ -58,15 +59,15 @@ class _FileOpens:
 class _Reference:
     """The trusted reference process's state for one job."""
 
-    def __init__(self, job: dict[str, Any], sock: int = -1) -> None:
-        self.job, self.sock = job, sock
+    def __init__(self, job: dict[str, Any], settings: HarnessSettings, sock: int = -1) -> None:
+        self.job, self.sock, self.settings = job, sock, settings
         self.device = job["device"]
         self.stage = Path(job["stage"])
         self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
         _plan.set_tf32(self.spec.allow_tf32)  # the judge's reference computes in IEEE fp32 (spec: ALLOW_TF32)
         self.plan = _plan.make_plan(self.spec, self.device, job["trials"], job.get("shapes"), job["seed"])
         self.base = self.spec.constants()
-        self.icache = InputCache(writable=True)  # this trusted process is the only writer
+        self.icache = InputCache(writable=True, settings=settings)  # this trusted process is the only writer
         self.host: dict[tuple[int, int], list[Any]] = {}
         names = [n for n, _ in self.plan.shapes]
         self.timed = names.index(self.plan.timed_shape)
@@ -133,11 +134,12 @@ class _Reference:
         trial_slots = [metas[si] for si in range(len(metas)) for _ in range(self.plan.trials)]
         # each shape's first trial in full; a large output's later trials on a sample (`outbox`)
         rng = random.SystemRandom()
-        self.trial_samples = [rng.getrandbits(62) if t > 0 and _outbox.sampled(metas[si]) else None
+        full_mb = self.settings.judge_full_mb
+        self.trial_samples = [rng.getrandbits(62) if t > 0 and _outbox.sampled(metas[si], full_mb) else None
                               for si in range(len(metas)) for t in range(self.plan.trials)]
-        timed_sampled = _outbox.sampled(metas[self.timed])
+        timed_sampled = _outbox.sampled(metas[self.timed], full_mb)
         out_bytes = _outbox.Layout.build([metas[self.timed]], [timed_sampled]).total
-        timed = _outbox.judged_outputs(out_bytes)
+        timed = _outbox.judged_outputs(out_bytes, self.settings.judge_mb)
         layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed,
                                       [s is not None for s in self.trial_samples] + [timed_sampled] * timed)
         shared = self._share_device_memory(layout.total)
@@ -149,7 +151,7 @@ class _Reference:
     def _share_device_memory(self, nbytes: int) -> Any:
         """On the GPU, the outbox's slots as device memory (`devmem`), its descriptor sent to the server;
         None (the file, then) on the CPU, with `WB_DEVICE_OUTBOX=off`, or when the driver refuses."""
-        if self.device != "cuda" or self.sock < 0 or os.environ.get("WB_DEVICE_OUTBOX", "on") == "off":
+        if self.device != "cuda" or self.sock < 0 or not self.settings.device_outbox:
             return None
         import socket
 
@@ -195,8 +197,7 @@ class _Reference:
         (`candidate_proc._InputMaker`): nothing is staged through files or host memory."""
         if self._devgen is None:
             self._devgen = False
-            default = "on" if self.device == "cuda" else "off"  # on the CPU: a test of the same path
-            if os.environ.get("WB_DEVICE_INPUTS", default) == "on":
+            if self.settings.device_inputs_for(self.device):  # on the CPU: a test of the same path
                 try:
                     with _FileOpens() as opened:
                         probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
@@ -233,7 +234,7 @@ class _Reference:
             return [list(_plan.to_device(s, self.device)) for s in self.timed_sets(order["seeds"])]
 
         _rounds.serve(chan, lambda inp: model(*inp), load, lambda k, w, o, s: None, lambda: sync(self.device),
-                      OpRecorder, warm=lambda: gpu_warm(self.device))
+                      OpRecorder, warm=lambda: gpu_warm(self.device, self.settings.warm_ms))
 
     def make_round(self, k: int, seeds: list[int], where: Path, cache: bool) -> str:
         """Write round k's sets into `where` (the server renames the file into the stage when round k
@@ -370,12 +371,12 @@ def _release_cache(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def run_reference(job: dict[str, Any], chan: Channel, sock: int = -1) -> None:
+def run_reference(job: dict[str, Any], chan: Channel, settings: HarnessSettings, sock: int = -1) -> None:
     """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
     t0 = time.perf_counter()
     try:
         os.setsid()
-        ref = _Reference(job, sock)
+        ref = _Reference(job, settings, sock)
         if ref.device == "cuda":
             torch.zeros(1, device="cuda")
         prepared = ref.prepare()

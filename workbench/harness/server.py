@@ -28,7 +28,8 @@ from platforms.clock import device_memory, out_of_memory
 from workbench.harness import policy as _policy
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel, Link
-from workbench.harness.job_pipeline import _SANDBOX_MB, MEM_LIMIT_GB, _tail_file, finish, run_steps
+from workbench.harness.job_pipeline import _tail_file, finish, run_steps
+from workbench.harness.settings import HarnessSettings
 
 log = logging.getLogger("workbench.harness.server")
 
@@ -55,6 +56,7 @@ class _Spare:
 class Server:
     def __init__(self, device: str) -> None:
         self.device = device
+        self.settings = HarnessSettings.from_env()  # read once: the jobs and the forked children take them
         self.baselines: dict[str, dict[str, float]] = {}
         self.null_s: dict[str, float] = {}  # the protocol's own cost per round, measured in the reference
         # Drawn again for every job from the OS CSPRNG: the key of every timed input's seed (256 bits), and
@@ -65,7 +67,7 @@ class Server:
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.root = Path(tempfile.mkdtemp(prefix="wb-harness-", dir=shm))
         os.chmod(self.root, 0o711)  # others may traverse into a stage they were given, not list
-        self.isolate = _sandbox.can_isolate() and os.environ.get("WB_SANDBOX", "on") != "off"
+        self.isolate = _sandbox.can_isolate() and self.settings.sandbox
         # The jobs' tmpfs live in this server's own mount namespace (`_spawn`): the host never sees them.
         self.own_mounts = self.isolate and _sandbox.private_mounts()
         self.uid_lease: _sandbox.UidLease | None = None  # the running job's fresh uid
@@ -78,7 +80,7 @@ class Server:
         # Forked ahead, CUDA context made: on the GPU two of each, so a job never waits for a context
         # (seconds on an H200) that the previous job's end started.
         self._spares: dict[str, list[_Spare]] = {"candidate": [], "reference": []}
-        self.spare_depth = int(os.environ.get("WB_SPARES", "2" if device == "cuda" else "1"))
+        self.spare_depth = self.settings.spares_for(device)
         self._jobs = 0
 
     # -- warm spares ---------------------------------------------------------------------------
@@ -90,8 +92,9 @@ class Server:
             self._boxes += 1
             box = self.root / f"box{self._boxes}"
             box.mkdir(mode=0o700)
-            if not _sandbox.mount_box(box, _SANDBOX_MB):
-                log.warning("could not mount a %d MB tmpfs for a sandbox: it is a plain directory", _SANDBOX_MB)
+            if not _sandbox.mount_box(box, self.settings.sandbox_mb):
+                log.warning("could not mount a %d MB tmpfs for a sandbox: it is a plain directory",
+                            self.settings.sandbox_mb)
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -171,9 +174,9 @@ class Server:
         except EOFError:
             return
         if role == "candidate":
-            candidate_proc.run_candidate(job, chan, iso, sock)
+            candidate_proc.run_candidate(job, chan, iso, self.settings, sock)
         else:
-            reference_proc.run_reference(job, chan, sock)
+            reference_proc.run_reference(job, chan, self.settings, sock)
 
     def ensure_spares(self) -> None:
         self.reap_orphans()
@@ -314,7 +317,8 @@ class Server:
         ref.sock, cand.sock = ref_sp.sock, cand_sp.sock
         cand.watch_pid = self._namespace_init(cand_sp.pid)
         if self.device == "cuda":
-            cand.rss_limit = int(MEM_LIMIT_GB * 2**30)  # raised by what the harness stages (`job_pipeline`)
+            # raised by what the harness stages (`job_pipeline`)
+            cand.rss_limit = int(self.settings.mem_limit_gb * 2**30)
         try:
             return run_steps(self, job, res, ref, cand, stage, sandbox, timeout, t0)
         finally:
