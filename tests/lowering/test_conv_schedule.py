@@ -26,6 +26,10 @@ CASES = {
     "tapt3d": ("nn.ConvTranspose3d(32, 6, (2, 3, 2), stride=(2, 1, 2), padding=(0, 1, 1), groups=2)",
                "1, 32, 2, 3, 3"),
     "flatt2d": ("nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)", "1, 4, 3, 5"),
+    # few channels, not transposed: the direct form, and the flat GEMM under CONV_DIRECT 0 (padded and
+    # unpadded dims: the flat loop tests bounds only where a dim is padded)
+    "flat2d": ("nn.Conv2d(6, 6, (3, 2), stride=(2, 1), padding=(0, 1), dilation=(2, 1), groups=2)", "1, 6, 9, 7"),
+    "flat3d": ("nn.Conv3d(3, 4, 2, stride=(1, 1, 2), padding=(1, 0, 0), bias=False)", "2, 3, 3, 4, 5"),
 }
 
 
@@ -76,19 +80,21 @@ def _lowered(tmp_path_factory: pytest.TempPathFactory, dt: str) -> tuple[Path, s
 def test_default_schedule_matches_torch(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, dt: str) -> None:
     spec, src = _lowered(tmp_path_factory, dt)
     assert len(re.findall(r"tap-major(, \d+ stride classes)? reduction", src)) == 3
-    assert len(re.findall(r"flat \(ci, k\)", src)) == 1
-    assert src.count("num_stages=CONV_NUM_STAGES") == 4
-    assert src.count("_BCO = min(CONV_BLOCK_CO, max(16, triton.next_power_of_2(_COUT_G)))") == 4
+    assert len(re.findall(r"flat \(ci, k\)", src)) == 3 and len(re.findall(r"direct \(ci, taps\)", src)) == 2
+    assert src.count("num_stages=CONV_NUM_STAGES") == 6
+    assert src.count("_BCO = min(CONV_BLOCK_CO, max(16, triton.next_power_of_2(_COUT_G)))") == 6
     check_candidate(spec, src, tmp_path)
 
 
 @pytest.mark.parametrize("point", [4, 7])
 def test_tuner_points_match_torch(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, point: int) -> None:
-    """Point 4: 16-channel k steps, 5 stages, tf32x3 (within fp32's tolerance); point 7: the FMA path
-    ("ieee") on 64 x 64, 4 warps, 4 stages."""
+    """Point 4: 16-channel k steps, 5 stages, tf32x3 (within fp32's tolerance), with the flat GEMM for the
+    few-channel convolutions (CONV_DIRECT 0, as the direct space's point 4); point 7: the FMA path ("ieee")
+    on 64 x 64, 4 warps, 4 stages, the direct form."""
     spec, src = _lowered(tmp_path_factory, "float32")
     names, points = tune.space()["conv"]
-    check_candidate(spec, _with(src, dict(zip(names, points[point]))), tmp_path)
+    cfg = dict(zip(names, points[point]), **({"CONV_DIRECT": 0} if point == 4 else {}))
+    check_candidate(spec, _with(src, cfg), tmp_path)
 
 
 @pytest.mark.slow
