@@ -128,9 +128,17 @@ def survey(spec_path: str | Path, n: int = 8, timeout_s: float = 900.0,
         if "IDX64" in ln.constexprs:
             ln.constexprs["IDX64"] = big
     cfgs: list[dict[str, Any]] = [{}] + tune.configs(source, n) + list(extra or [])
+    from workbench.tunables import parse_tunables
+
+    current = dict(parse_tunables(source).current)
+    twins = {ln.kernel[: -len("_flat")] for ln in conv if ln.kernel.endswith("_flat")}
     req = []
     for cfg in cfgs:
+        flat = not {**current, **cfg}.get("CONV_DIRECT", 0)
         for ln in sc.apply_config(source, conv, cfg):
+            # of a direct/flat pair only the form CONV_DIRECT launches
+            if ln.kernel in twins and flat or ln.kernel.endswith("_flat") and not flat:
+                continue
             req.append({"config": cfg, "launch": asdict(ln)})
     with tempfile.TemporaryDirectory(prefix="conv_sm90_") as d:
         src = Path(d) / "candidate_sm90.py"
