@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The convolutions of KernelBench level 1 through the product, in one device call:
 #   bash benchmarks/conv_gpu.sh [BUDGET] [SECONDS] [extra workbench suite flags...]
-#   e.g. bash benchmarks/conv_gpu.sh 8 540            (the lead's measurement: the tuner's 8 points a problem)
+#   e.g. bash benchmarks/conv_gpu.sh 8 540            (the lead's measurement: the tuner's 8 points a problem;
+#        on the device machine: run(command="bash benchmarks/conv_gpu.sh 8 540", carry=[".kernelbench"]), and
+#        carry [".kernelbench", ".runs"] on a later call to resume what 540 s did not reach)
 #        DRY=1 bash benchmarks/conv_gpu.sh 0 60       (CPU dry run: prints the command, lowers nothing)
 # Problems 54-59, 61-69, 71-79, 81-87 of level 1 (every *conv* file there: 2-D/3-D, transposed, strided,
 # dilated, grouped, depthwise, pointwise), drafts lowered (--draft lower) and tuned (--budget N), timed by the
