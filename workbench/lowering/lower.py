@@ -11,6 +11,7 @@ from workbench.lowering import primitives
 from workbench.lowering.capture import CaptureError, capture, spec_module
 from workbench.lowering.codegen import RUNTIME_HELPERS, Emitter, render_return
 from workbench.lowering.epilogue import Unsupported
+from workbench.lowering.fft_real import fold_real_c2r
 from workbench.lowering.graph import rewrite_addmm
 from workbench.lowering.init_source import InitError, build_init
 from workbench.lowering.lifted import with_lifted_constants
@@ -62,6 +63,7 @@ def _lower(spec_path: str | Path, overrides: dict | None) -> LoweringResult:
         work = None
     rewrite_addmm(cap.graph)
     expand_mask_indices(cap.graph)
+    fold_real_c2r(cap.graph)
     fold_stats(cap.graph)
     fold_gathered_log_softmax(cap.graph)
     pair_logsumexp(cap.graph)
