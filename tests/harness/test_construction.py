@@ -206,6 +206,7 @@ def test_input_seeds_come_from_a_256_bit_key_drawn_apart_from_every_seed_the_can
     import shutil
 
     from workbench.harness import server
+    from workbench.harness.trusted_messages import EvalRequest
 
     monkeypatch.setenv("WB_SANDBOX", "off")
     monkeypatch.setattr(server.Server, "ensure_spares", lambda self: None)
@@ -218,7 +219,7 @@ def test_input_seeds_come_from_a_256_bit_key_drawn_apart_from_every_seed_the_can
         keys = set()
         for _ in range(3):
             drawn.clear()
-            srv.run_job({"candidate_source": "\udcff", "trials": 1})  # refused early, after the draws
+            srv.run_job(EvalRequest(candidate_source="\udcff", trials=1))  # refused early, after the draws
             assert ("bytes", 32) in drawn and any(k == "bits" and n >= 60 for k, n in drawn), drawn
             key = srv.secret
             assert isinstance(key, bytes) and len(key) >= 16
@@ -238,8 +239,9 @@ def test_the_candidate_cannot_read_an_input_seed_back_from_torch() -> None:
     import torch
 
     from workbench.harness.candidate_proc import _InputMaker
+    from workbench.harness.trusted_messages import CandidateJob
 
-    gen = _InputMaker({"device": "cpu", "spec_path": str(SPEC), "shapes": [{"over": {}}]})
+    gen = _InputMaker(CandidateJob(device="cpu", spec_path=str(SPEC), shapes=[{"over": {}}]))
     gen.shape(0)
     made = gen.make(123456789)
     assert torch.initial_seed() != 123456789

@@ -6,7 +6,6 @@ candidate in a fresh forked child (see `server.py`, `job_pipeline.py`, `candidat
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from platforms.clock import lock_path
 from workbench.env import cuda_visible
 from workbench.harness import policy
 from workbench.harness.environ import server_environ
+from workbench.harness.trusted_messages import EvalRequest, JobResult
 from workbench.jobs import EvalJob
 from workbench.result import EvalResult, Status
 from workbench.worker import WarmWorker, WorkerLost
@@ -121,9 +121,9 @@ class Harness:
                               error=f"static policy: malformed_source: {type(exc).__name__}: {str(exc)[:200]}")
         if early is not None:
             return early
-        payload = {"spec_path": str(Path(job.spec_path).resolve()), "candidate_source": job.candidate_source,
-                   "trials": job.trials, "timeout_s": job.timeout_s, "overrides": job.overrides,
-                   "shapes": job.shapes, "policy": job.policy, "timing": job.timing, "last": self.one_shot}
+        payload = EvalRequest(spec_path=str(Path(job.spec_path).resolve()), candidate_source=job.candidate_source,
+                              trials=job.trials, timeout_s=job.timeout_s, overrides=job.overrides, shapes=job.shapes,
+                              policy=job.policy, timing=job.timing, last=self.one_shot).to_wire()
         t0 = time.perf_counter()
         try:
             line, startup = self._worker.request(payload, job.timeout_s * 2 + 900)
@@ -132,10 +132,7 @@ class Harness:
                               device=self.device)
         wall = time.perf_counter() - t0 - startup
         try:
-            raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise TypeError("the server's result is not a JSON object")
-            return self._to_result(raw, wall)
+            return self._to_result(JobResult.from_wire(line), wall)
         except (KeyError, TypeError, ValueError) as exc:  # never an exception in the caller
             log.error("harness result unreadable: %s: %s", type(exc).__name__, exc)
             return EvalResult(status=Status.INFRA_ERROR, device=self.device,
@@ -150,34 +147,33 @@ class Harness:
                                          trials=trials, timeout_s=timeout_s, overrides=overrides or {},
                                          shapes=shapes, device=self.device, policy=policy, timing=timing))
 
-    def _to_result(self, raw: dict[str, Any], wall: float) -> EvalResult:
-        status = Status(raw.get("status", "infra_error"))
-        t = raw.get("timings_s", {})
+    def _to_result(self, raw: JobResult, wall: float) -> EvalResult:
+        status = Status(raw.status)
+        t = dict(raw.timings_s)
         t["client_wall"] = wall  # excludes the server's one-time start-up
         own = sum(t.get(k, 0.0) for k in ("compile_and_first_call", "correctness", "timing", "baseline_timing"))
         t["harness_overhead"] = max(0.0, wall - own)
         res = EvalResult(status=status, device=self.device, platform=self.platform(),
-                         error=raw.get("error", ""), violations=list(raw.get("violations", [])),
-                         triton_launches=int(raw.get("launches", 0)), aten_ops=list(raw.get("aten_ops", [])),
-                         stdout_tail=raw.get("stdout_tail", "")[-2000:], timings_s=t,
-                         max_abs_err=raw.get("max_abs_err"), max_rel_err=raw.get("max_rel_err"))
-        res.isolation = raw.get("isolation") or {}
-        plan = raw.get("plan") or {}
+                         error=raw.error, violations=list(raw.violations),
+                         triton_launches=int(raw.launches or 0), aten_ops=list(raw.aten_ops or []),
+                         stdout_tail=raw.stdout_tail[-2000:], timings_s=t,
+                         max_abs_err=raw.max_abs_err, max_rel_err=raw.max_rel_err)
+        res.isolation = raw.isolation or {}
+        plan = raw.plan or {}
         res.shapes = list(plan.get("shapes", []))
         res.details["timed_shape"] = plan.get("timed")
-        if raw.get("judged"):  # where the judge read the outputs: outbox slots or files
-            res.details["judged"] = raw["judged"]
-        if isinstance(raw.get("referee"), dict):  # a mismatch: eager's and its errors against fp64
-            res.details["referee"] = raw["referee"]
-        if raw.get("outbox_device_error"):  # why the GPU's outbox was the file
-            res.details["outbox_device_error"] = raw["outbox_device_error"]
-        if raw.get("inputs_staged"):  # why the host made the inputs, not the GPU
-            res.details["inputs_staged"] = raw["inputs_staged"]
-        if raw.get("reran_alone"):  # the first run's error: out of GPU memory beside other jobs
-            res.details["reran_alone"] = raw["reran_alone"]
-        res.trials = int(raw.get("trials", 0)) or len(res.shapes)
-        cand, base = raw.get("timing"), raw.get("baseline")
-        cand, base, basis = _basis(cand, base, str(raw.get("timing_basis", "device")), self.device == "cuda")
+        if raw.judged:  # where the judge read the outputs: outbox slots or files
+            res.details["judged"] = raw.judged
+        if raw.referee is not None:  # a mismatch: eager's and its errors against fp64
+            res.details["referee"] = raw.referee
+        if raw.outbox_device_error:  # why the GPU's outbox was the file
+            res.details["outbox_device_error"] = raw.outbox_device_error
+        if raw.inputs_staged:  # why the host made the inputs, not the GPU
+            res.details["inputs_staged"] = raw.inputs_staged
+        if raw.reran_alone:  # the first run's error: out of GPU memory beside other jobs
+            res.details["reran_alone"] = raw.reran_alone
+        res.trials = raw.trials or len(res.shapes)
+        cand, base, basis = _basis(raw.timing, raw.baseline, raw.timing_basis, self.device == "cuda")
         res.timing_basis = basis
         if cand:
             res.wall_time_us = cand["wall"]["median_us"]

@@ -40,6 +40,7 @@ from workbench.harness.guards import Guard
 from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
 from workbench.harness.settings import HarnessSettings
+from workbench.harness.trusted_messages import CandidateJob
 from workbench.spec import load_spec, positional_signature
 
 
@@ -160,7 +161,7 @@ def _flag(guard: Guard, tag: str) -> None:
         guard.violations.append(tag)
 
 
-def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
+def run_candidate(job: CandidateJob, chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
                   sock: int = -1) -> None:
     """Entry point of the candidate process: confine, guard, import, run the trials, serve the timed rounds."""
     run = _CandidateRun(job, chan, iso, settings, sock)
@@ -170,11 +171,11 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
         model_new = run.import_candidate()  # 3. its module, its `ModelNew`, the signatures
         if model_new is None:
             return
-        for si, shape in enumerate(job["shapes"]):
+        for si, shape in enumerate(job.shapes):
             model = run.trials(si, shape, model_new)  # 4. every trial of every shape, outputs saved
             if run.guard.violations:
                 break
-            if si == job.get("timed"):
+            if si == job.timed:
                 run.timed_rounds(si, shape, model)  # 5. the rounds the server clocks
         run.msg["aten_ops"] = sorted(run.all_ops)
         run.finish("passed")
@@ -190,48 +191,48 @@ def run_candidate(job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | 
 class _CandidateRun:
     """The candidate process's state across its numbered steps (`run_candidate`)."""
 
-    def __init__(self, job: dict[str, Any], chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
+    def __init__(self, job: CandidateJob, chan: Channel, iso: _sandbox.Isolation | None, settings: HarnessSettings,
                  sock: int = -1) -> None:
         self.job, self.chan, self.iso, self.sock, self.settings = job, chan, iso, sock, settings
         self.msg: dict[str, Any] = {"finished": True, "status": "passed", "violations": [], "error": "",
                                     "timings_s": {}}
         self.t_start = time.perf_counter()
-        self.device = job["device"]
-        self.sandbox, self.stage = Path(job["sandbox"]), Path(job["stage"])
+        self.device = job.device
+        self.sandbox, self.stage = Path(job.sandbox), Path(job.stage)
         self.where = "import"
         self.all_ops: set[str] = set()
-        self.allowed = frozenset(job.get("allowed_ops", []))
+        self.allowed = frozenset(job.allowed_ops)
         self.first_call = True
         self.outbox: _outbox.Writer | None = None
         self.shared: Any = None
         self.trial_slot = 0   # slots in the order the reference laid them out: trials, then timed outputs
-        self.timed_slot = int((job.get("outbox") or {}).get("trial_slots", 0))
+        self.timed_slot = int((job.outbox or {}).get("trial_slots", 0))
 
     def confine(self) -> None:
         job, iso = self.job, self.iso
         self.shared = self._map_device_outbox()  # the reference's device memory, while still root
-        self.gen = _InputMaker(job) if job.get("devgen") else None  # loads the spec before it is out of sight
-        _plan.set_tf32(bool(job.get("allow_tf32")))  # the candidate is held to the reference's fp32 rule
+        self.gen = _InputMaker(job) if job.devgen else None  # loads the spec before it is out of sight
+        _plan.set_tf32(job.allow_tf32)  # the candidate is held to the reference's fp32 rule
         if iso is not None:
-            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job["uid"], job.get("allowed_imports", ()))
+            _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job.uid, job.allowed_imports)
             if "mount" in iso.namespaces:
                 self.sandbox, self.stage = Path(_sandbox.SANDBOX_MOUNT), Path(_sandbox.STAGE_MOUNT)
-        isolate(self.sandbox, self.device, job.get("mem_limit_gb", 8.0))
+        isolate(self.sandbox, self.device, job.mem_limit_gb)
         # Nothing the server held open (a lock file, a log, a socket) stays reachable: only the channel.
         _sandbox.close_inherited_fds({self.chan.cmd_fd, self.chan.report_fd}, iso)
         self.outbox = self._open_outbox()
         if iso is not None:
             for p in (self.sandbox / "tmp", self.sandbox / "stdout.txt", self.sandbox / "stderr.txt"):
-                os.chown(p, job["uid"], job["uid"])  # made as root above: the candidate's uid writes them
+                os.chown(p, job.uid, job.uid)  # made as root above: the candidate's uid writes them
             # the file-size limit leaves room for the outbox, which holds GB outputs at published sizes
-            total = int(((job.get("outbox") or {}).get("layout") or {}).get("total", 0))
+            total = int(((job.outbox or {}).get("layout") or {}).get("total", 0))
             _sandbox.set_limits(file_size_gb=max(8.0, total / 2**30 + 1.0))
-            _sandbox.drop_privileges(iso, job["uid"])
+            _sandbox.drop_privileges(iso, job.uid)
         self.chan.send({"isolated": iso.to_dict() if iso is not None else None})
 
     def _open_outbox(self) -> _outbox.Writer | None:
         """The reference's outbox, opened while this process is still root and no candidate code exists."""
-        desc = self.job.get("outbox")
+        desc = self.job.outbox
         if not desc:
             return None
         try:
@@ -242,7 +243,7 @@ class _CandidateRun:
 
     def _map_device_outbox(self) -> Any:
         """The device memory the server passed over the socket (`devmem`), mapped; None: the file it is."""
-        desc = self.job.get("outbox") or {}
+        desc = self.job.outbox or {}
         if self.sock < 0:
             return None
         import socket
@@ -273,7 +274,7 @@ class _CandidateRun:
 
     def guard_up(self) -> None:
         self.cand_path = self.sandbox / "candidate.py"
-        guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job["spec_path"])])
+        guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job.spec_path)])
         if self.gen is not None:
             self.gen.guard = guard
         opcheck.install_triton_wrappers()
@@ -292,7 +293,7 @@ class _CandidateRun:
                            ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
                            ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
                            ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
-                           ("Channel", Channel)]:
+                           ("Channel", Channel), ("CandidateJob", CandidateJob)]:
             guard.watch(label, obj)
         if "triton.runtime.interpreter" in sys.modules:
             guard.watch("InterpretedFunction", sys.modules["triton.runtime.interpreter"].InterpretedFunction)
@@ -318,7 +319,7 @@ class _CandidateRun:
             self.guard.install()
         t0 = time.perf_counter()
         if self.settings.guards:  # the run-time allow-list (`restrict.py`)
-            rules = _restrict.Rules(self.guard.refuse, tuple(self.job.get("allowed_imports", ())))
+            rules = _restrict.Rules(self.guard.refuse, tuple(self.job.allowed_imports))
             try:
                 module = _restrict.load_module(self.cand_path.read_bytes(), str(self.cand_path), rules)
             except _restrict.Refused as exc:
@@ -334,7 +335,7 @@ class _CandidateRun:
         if not isinstance(model_new, type):
             self.finish("compile_error", "candidate defines no `ModelNew` class")
             return None
-        bad_sig = _check_signature(self.job["sig"], model_new)
+        bad_sig = _check_signature(self.job.sig, model_new)
         if bad_sig:
             self.finish("compile_error", f"signature mismatch: {bad_sig}")
             return None
@@ -381,7 +382,7 @@ class _CandidateRun:
             for i, (a, b) in enumerate(zip(before, inputs)):
                 if not same_values(a, b):
                     _flag(guard, f"input_mutated:arg{i}")
-            samples = (self.job.get("outbox") or {}).get("trial_samples") or []
+            samples = (self.job.outbox or {}).get("trial_samples") or []
             self.save(self.trial_slot, out, f"out_{si}_{t}.pt",
                       samples[self.trial_slot] if self.trial_slot < len(samples) else None)
             self.trial_slot += 1
@@ -425,11 +426,11 @@ class _InputMaker:
     loaded before the process confines itself and before any candidate code exists; the candidate's own
     code cannot import it (static policy) or open its file (guards)."""
 
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.device = job["device"]
-        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+    def __init__(self, job: CandidateJob) -> None:
+        self.device = job.device
+        self.spec = load_spec(job.spec_path, job.overrides or {})
         self.base = self.spec.constants()
-        self.shapes = [sh["over"] for sh in job["shapes"]]
+        self.shapes = [sh["over"] for sh in job.shapes]
         self.guard: Guard | None = None
 
     def shape(self, si: int) -> None:

@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from platforms.clock import device_clock
 from workbench.harness import graph_audit as _graph_audit
@@ -35,9 +35,25 @@ from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import ChildGone, Link, ProtocolError
 from workbench.harness.settings import HarnessSettings
 from workbench.harness.stager import RoundStager
+from workbench.harness.trusted_messages import CandidateJob, EvalRequest, JobResult, ReferenceJob
 
-if TYPE_CHECKING:
-    from workbench.harness.server import Server
+
+class Server(Protocol):
+    """What a job takes of the fork server (`server.Server`), named here so the two modules import one way."""
+
+    device: str
+    settings: HarnessSettings
+    isolate: bool                  # candidates get namespaces and a uid of their own
+    own_mounts: bool               # the sandboxes are tmpfs in the server's own mount namespace
+    uid_lease: _sandbox.UidLease | None
+    plan_seed: int
+    baselines: dict[str, dict[str, Any]]
+    null_s: dict[str, float]
+
+    def _seeds(self, kind: int, k: int, r: int) -> list[int]: ...
+
+    def _kill_and_status(self, cand: Link) -> str: ...
+
 
 log = logging.getLogger("workbench.harness.server")
 
@@ -47,8 +63,8 @@ def _tail_file(path: Path, n: int = 2000) -> str:
     return _safeio.read_tail(path.parent, path.name, n)
 
 
-def run_steps(server: Server, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link, stage: Path,
-              sandbox: Path, timeout: float, t0: float) -> dict[str, Any]:
+def run_steps(server: Server, job: EvalRequest, res: JobResult, ref: Link, cand: Link, stage: Path,
+              sandbox: Path, timeout: float, t0: float) -> JobResult:
     """The job's numbered steps (the module's docstring); any step may end it with `_End`."""
     run = _JobRun(server, job, res, ref, cand, stage, sandbox, timeout)
     try:
@@ -58,7 +74,7 @@ def run_steps(server: Server, job: dict[str, Any], res: dict[str, Any], ref: Lin
             os.close(run.dev_fd)
 
 
-def _steps(run: _JobRun, cand: Link, res: dict[str, Any], t0: float) -> dict[str, Any]:
+def _steps(run: _JobRun, cand: Link, res: JobResult, t0: float) -> JobResult:
     try:
         run.prepare()          # 1. the reference stages (or will make) every input
         run.static_policy()    # 2. before any candidate code runs anywhere
@@ -72,12 +88,12 @@ def _steps(run: _JobRun, cand: Link, res: dict[str, Any], t0: float) -> dict[str
     return finish(res, "passed", "", t0)
 
 
-def finish(res: dict[str, Any], status: str, error: str, t0: float) -> dict[str, Any]:
+def finish(res: JobResult, status: str, error: str, t0: float) -> JobResult:
     """The job's result with its status, its diagnosis and the server's wall time."""
-    res["status"] = status
+    res.status = status
     if error:
-        res["error"] = error
-    res["timings_s"]["server_wall"] = time.perf_counter() - t0
+        res.error = error
+    res.timings_s["server_wall"] = time.perf_counter() - t0
     return res
 
 
@@ -151,7 +167,7 @@ class _End(Exception):
 class _JobRun:
     """One job's state across its numbered steps (`run_steps`)."""
 
-    def __init__(self, server: Server, job: dict[str, Any], res: dict[str, Any], ref: Link, cand: Link,
+    def __init__(self, server: Server, job: EvalRequest, res: JobResult, ref: Link, cand: Link,
                  stage: Path, sandbox: Path, timeout: float) -> None:
         self.server, self.job, self.res, self.ref, self.cand = server, job, res, ref, cand
         self.stage, self.sandbox, self.timeout = stage, sandbox, timeout
@@ -169,11 +185,11 @@ class _JobRun:
 
     def prepare(self) -> None:
         srv, job, res = self.server, self.job, self.res
-        self.ref.send({"device": srv.device, "spec_path": job["spec_path"], "overrides": job.get("overrides") or {},
-                       "trials": int(job.get("trials", 3)), "shapes": job.get("shapes"), "stage": str(self.stage),
-                       "seed": srv.plan_seed,
-                       # judged outputs come back through a file this trusted process makes and holds open
-                       "outbox_path": str(self.sandbox / _outbox.FILE_NAME) if srv.settings.outbox else None})
+        self.ref.send(ReferenceJob(
+            device=srv.device, spec_path=job.spec_path, overrides=job.overrides or {}, trials=job.trials,
+            shapes=job.shapes, stage=str(self.stage), seed=srv.plan_seed,
+            # judged outputs come back through a file this trusted process makes and holds open
+            outbox_path=str(self.sandbox / _outbox.FILE_NAME) if srv.settings.outbox else None).to_wire())
         msg = self.ref.recv(self.deadline_ref, expect="prepared")
         prep = msg.get("prepared")
         if prep is None:
@@ -183,14 +199,14 @@ class _JobRun:
         self.prep = prep
         self.dev_fd = self._device_outbox(prep.get("outbox"))
         if (prep.get("outbox") or {}).get("device_error"):
-            res["outbox_device_error"] = prep["outbox"]["device_error"][:300]
-        res["plan"] = prep["plan"]
-        res["timing_basis"] = job.get("timing") or prep.get("timing_basis", "device")
-        res["timings_s"].update(prep.get("timings_s", {}))
+            res.outbox_device_error = prep["outbox"]["device_error"][:300]
+        res.plan = prep["plan"]
+        res.timing_basis = job.timing or prep.get("timing_basis", "device")
+        res.timings_s.update(prep.get("timings_s", {}))
         self.timed = prep["timed"]
         self.devgen = bool(prep.get("devgen"))
         if prep.get("devgen_off"):
-            res["inputs_staged"] = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
+            res.inputs_staged = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
         # Device time by graph replay needs the inputs made on the device (both contenders alike).
         self.graphs = self.devgen and srv.device == "cuda" and srv.settings.device_time
         device_stage = int(srv.settings.device_stage_mb * 2**20)
@@ -221,17 +237,17 @@ class _JobRun:
         return -1
 
     def static_policy(self) -> None:
-        if self.job.get("policy", True):
-            found = _policy.check_source(self.job["candidate_source"], self.prep.get("allowed_imports", []))
+        if self.job.policy:
+            found = _policy.check_source(self.job.candidate_source, self.prep.get("allowed_imports", []))
             if found:
-                self.res["violations"] = found
+                self.res.violations = found
                 raise _End("rejected", "static policy: " + "; ".join(found[:6]))
 
     def baseline(self) -> None:
         srv, job, res = self.server, self.job, self.res
         if self.timed is None:
             return
-        key = json.dumps([job["spec_path"], job.get("overrides"), job.get("shapes"), srv.device, self.graphs],
+        key = json.dumps([job.spec_path, job.overrides, job.shapes, srv.device, self.graphs],
                          sort_keys=True)
         if key not in srv.baselines:
             with device_clock(srv.device) as waited:  # the GPU's timed windows never overlap (clock.py)
@@ -249,13 +265,13 @@ class _JobRun:
                                                 device_slots_n=self.slots)
                 except _rounds.RoundFailure as e:
                     raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
-                res["timings_s"]["baseline_timing"] = time.perf_counter() - t1
-            res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
+                res.timings_s["baseline_timing"] = time.perf_counter() - t1
+            res.timings_s["clock_wait"] = res.timings_s.get("clock_wait", 0.0) + waited
             stats.pop("phases_s", None)
             srv.baselines[key], srv.null_s[key] = stats, null_s
-        res["baseline"] = srv.baselines[key]
+        res.baseline = srv.baselines[key]
         self.null_s = srv.null_s[key]
-        res["timings_s"]["null_round"] = self.null_s
+        res.timings_s["null_round"] = self.null_s
 
     def candidate(self) -> dict[str, Any]:
         """Serve the candidate process until its `finished` report (returned); a broken protocol, a death,
@@ -278,21 +294,19 @@ class _JobRun:
         if box:
             judged_mb = 2 * int((box.get("layout") or {}).get("total", 0)) / 2**20
         else:
-            judged_mb = (len(prep["shapes"]) * int(self.job.get("trials", 3)) + judge_total) * prep["set_bytes"] / 2**20
+            judged_mb = (len(prep["shapes"]) * self.job.trials + judge_total) * prep["set_bytes"] / 2**20
         size_mb = int(judged_mb + srv.settings.sandbox_mb + 1)
         if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
             log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
         deadline = time.monotonic() + self.timeout
-        cand_job = {"device": srv.device, "sandbox": str(self.sandbox), "stage": str(self.stage),
-                    "uid": srv.uid_lease.uid if srv.uid_lease else os.getuid(), "spec_path": self.job["spec_path"],
-                    "shapes": prep["shapes"], "timed": self.timed, "sig": prep["sig"],
-                    "allowed_ops": prep["allowed_ops"], "devgen": self.devgen,
-                    "allowed_imports": list(prep.get("allowed_imports", [])),
-                    "allow_tf32": bool(prep.get("allow_tf32")), "overrides": self.job.get("overrides") or {},
-                    "outbox": box,
-                    # its writable tmpfs is host memory too: taken from what it may allocate
-                    "mem_limit_gb": max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024)
-                    + allowance / 2**30}
+        cand_job = CandidateJob(
+            device=srv.device, sandbox=str(self.sandbox), stage=str(self.stage),
+            uid=srv.uid_lease.uid if srv.uid_lease else os.getuid(), spec_path=self.job.spec_path,
+            shapes=prep["shapes"], timed=self.timed, sig=prep["sig"], allowed_ops=prep["allowed_ops"],
+            devgen=self.devgen, allowed_imports=list(prep.get("allowed_imports", [])),
+            allow_tf32=bool(prep.get("allow_tf32")), overrides=self.job.overrides or {}, outbox=box,
+            # its writable tmpfs is host memory too: taken from what it may allocate
+            mem_limit_gb=max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024) + allowance / 2**30)
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
@@ -311,15 +325,15 @@ class _JobRun:
                 os.close(self.dev_fd)
                 self.dev_fd = -1
         try:
-            cand.send(cand_job)
+            cand.send(cand_job.to_wire())
             # Each message only in its phase: `isolated` once, first; `timing` once, for the timed shape,
             # after it; then `finished`. Anything else, a second `isolated` included, is a forged report.
             msg = cand.recv(deadline, expect="isolated")
             if msg.get("kind") == "finished":
                 return msg
-            res["isolation"] = verify_isolation(cand.watch_pid, msg["isolated"], srv.isolate)
+            res.isolation = verify_isolation(cand.watch_pid, msg["isolated"], srv.isolate)
             while True:
-                msg = cand.recv(deadline, expect="timing" if self.timed is not None and "timing" not in res
+                msg = cand.recv(deadline, expect="timing" if self.timed is not None and res.timing is None
                                 else "finished")
                 if msg.get("kind") == "finished":
                     return msg
@@ -338,7 +352,7 @@ class _JobRun:
                                   f"os._exit)\n{tail}") from gone
         except ProtocolError as e:
             srv._kill_and_status(cand)
-            res["violations"].append("forged_report")
+            res.violations.append("forged_report")
             raise _End("rejected", f"the candidate process broke the harness protocol: {e}") from e
         except _rounds.RoundFailure as e:
             stager.drain()
@@ -361,21 +375,21 @@ class _JobRun:
                 ahead=stager.ahead if srv.isolate and not self.devgen else None,
                 device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
                 samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
-            res["timings_s"]["timing"] = time.perf_counter() - t2
-        res["timings_s"]["clock_wait"] = res["timings_s"].get("clock_wait", 0.0) + waited
+            res.timings_s["timing"] = time.perf_counter() - t2
+        res.timings_s["clock_wait"] = res.timings_s.get("clock_wait", 0.0) + waited
         for name, v in stats.pop("phases_s", {}).items():
-            res["timings_s"]["rounds_" + name] = v
-        res["timings_s"]["rounds_reference_staging"] = stager.wait_s
+            res.timings_s["rounds_" + name] = v
+        res.timings_s["rounds_reference_staging"] = stager.wait_s
         stats["inputs"] = "made on the device" if self.devgen else "staged"
-        res["timing"] = stats
-        res["violations"].extend(pviol)
+        res.timing = stats
+        res.violations.extend(pviol)
 
     def _audit_graph(self, names: list[str] | None) -> list[str] | None:
         """The captured graph's kernels against the Triton kernels the candidate's source (and a spec's
         trusted packages) define: `graph_audit`. None: no audit possible, so no device clock."""
         if names is None:
             return None
-        allowed = _graph_audit.triton_kernels_in(self.job["candidate_source"])
+        allowed = _graph_audit.triton_kernels_in(self.job.candidate_source)
         for mod in self.prep.get("allowed_imports", []):
             allowed |= _trusted_kernels(str(mod))
         found, unknown = _graph_audit.audit(names, allowed)
@@ -391,14 +405,17 @@ class _JobRun:
         """Its report (typed and bounded by `messages`) can fail it, never pass it: a pass needs the trusted
         verdict and the trusted clock. Its own times are information and never replace one the server took."""
         res = self.res
-        res["violations"] = list(dict.fromkeys(res["violations"] + report.get("violations", [])))
-        res.update({k: report[k] for k in ("launches", "aten_ops") if k in report})
+        res.violations = list(dict.fromkeys(res.violations + report.get("violations", [])))
+        if "launches" in report:
+            res.launches = report["launches"]
+        if "aten_ops" in report:
+            res.aten_ops = report["aten_ops"]
         for k, v in report.get("timings_s", {}).items():
-            res["timings_s"].setdefault(k, v)
-        status = _messages.verdict_status(report.get("status", "crashed"), res["violations"])
+            res.timings_s.setdefault(k, v)
+        status = _messages.verdict_status(report.get("status", "crashed"), res.violations)
         if status != "passed":
             raise _End(status, report.get("error", "") or "rule broken")
-        if self.timed is not None and "timing" not in res:
+        if self.timed is not None and res.timing is None:
             raise _End("incorrect", "the candidate finished without answering the timing rounds")
 
     def judge(self) -> None:
@@ -415,12 +432,12 @@ class _JobRun:
             raise _End("incorrect", "the judge failed on the candidate's outputs: "
                        + str(vmsg.get("reference_error", ""))[:2000])
         verdict = vmsg["verdict"]
-        self.res["timings_s"]["judge"] = time.perf_counter() - t3
-        self.res["judged"] = verdict.get("read")
-        self.res["max_abs_err"] = verdict.get("max_abs_err")
-        self.res["max_rel_err"] = verdict.get("max_rel_err")
+        self.res.timings_s["judge"] = time.perf_counter() - t3
+        self.res.judged = verdict.get("read")
+        self.res.max_abs_err = verdict.get("max_abs_err")
+        self.res.max_rel_err = verdict.get("max_rel_err")
         if isinstance(verdict.get("referee"), dict):  # the reference's fp64 check of a mismatch: information
-            self.res["referee"] = verdict["referee"]
+            self.res.referee = verdict["referee"]
         if not verdict["correct"]:
             raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
 

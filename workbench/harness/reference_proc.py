@@ -30,6 +30,7 @@ from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
 from workbench.harness.referee import fp64_referee
 from workbench.harness.settings import HarnessSettings
+from workbench.harness.trusted_messages import ReferenceJob
 from workbench.spec import SpecError, load_spec, positional_signature
 
 
@@ -59,13 +60,13 @@ class _FileOpens:
 class _Reference:
     """The trusted reference process's state for one job."""
 
-    def __init__(self, job: dict[str, Any], settings: HarnessSettings, sock: int = -1) -> None:
+    def __init__(self, job: ReferenceJob, settings: HarnessSettings, sock: int = -1) -> None:
         self.job, self.sock, self.settings = job, sock, settings
-        self.device = job["device"]
-        self.stage = Path(job["stage"])
-        self.spec = load_spec(job["spec_path"], job.get("overrides") or {})
+        self.device = job.device
+        self.stage = Path(job.stage)
+        self.spec = load_spec(job.spec_path, job.overrides or {})
         _plan.set_tf32(self.spec.allow_tf32)  # the judge's reference computes in IEEE fp32 (spec: ALLOW_TF32)
-        self.plan = _plan.make_plan(self.spec, self.device, job["trials"], job.get("shapes"), job["seed"])
+        self.plan = _plan.make_plan(self.spec, self.device, job.trials, job.shapes, job.seed)
         self.base = self.spec.constants()
         self.icache = InputCache(writable=True, settings=settings)  # this trusted process is the only writer
         self.host: dict[tuple[int, int], list[Any]] = {}
@@ -119,7 +120,7 @@ class _Reference:
     def _make_outbox(self) -> dict[str, Any] | None:
         """The job's outbox (`outbox.py`), laid out from one reference forward per shape: None (outputs then
         travel as files) when the server named no place for it or an output is not a dense tensor."""
-        where = self.job.get("outbox_path")
+        where = self.job.outbox_path
         if not where:
             return None
         metas: list[_outbox.Meta] = []
@@ -208,7 +209,7 @@ class _Reference:
                     del probe, again
                     # The candidate makes the same inputs once confined, where the spec's data files (the
                     # ATen suite's samples beside it) are out of sight: such a spec's inputs are staged.
-                    code = _sandbox.code_paths(self.job.get("allowed_imports", ()))
+                    code = _sandbox.code_paths(())  # its job never named the spec's trusted packages
                     unseen = [f for f in opened.paths if not _sandbox.seen_when_confined(f, code)]
                     if unseen and self._devgen:
                         self._devgen = False
@@ -371,7 +372,7 @@ def _release_cache(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def run_reference(job: dict[str, Any], chan: Channel, settings: HarnessSettings, sock: int = -1) -> None:
+def run_reference(job: ReferenceJob, chan: Channel, settings: HarnessSettings, sock: int = -1) -> None:
     """Entry point of the reference process: prepare, time the baseline, stage rounds, judge."""
     t0 = time.perf_counter()
     try:

@@ -30,6 +30,7 @@ from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel, Link
 from workbench.harness.job_pipeline import _tail_file, finish, run_steps
 from workbench.harness.settings import HarnessSettings
+from workbench.harness.trusted_messages import CandidateJob, EvalRequest, JobResult, ReferenceJob
 
 log = logging.getLogger("workbench.harness.server")
 
@@ -170,13 +171,13 @@ class Server:
             torch.zeros(1, device="cuda")  # the context costs seconds: pay it before the job arrives
         chan = Channel(job_r, res_w)
         try:
-            job = chan.recv()
+            msg = chan.recv()
         except EOFError:
             return
-        if role == "candidate":
-            candidate_proc.run_candidate(job, chan, iso, self.settings, sock)
+        if role == "candidate":  # decoded while this is still the harness's own process: no candidate code yet
+            candidate_proc.run_candidate(CandidateJob.from_wire(msg), chan, iso, self.settings, sock)
         else:
-            reference_proc.run_reference(job, chan, self.settings, sock)
+            reference_proc.run_reference(ReferenceJob.from_wire(msg), chan, self.settings, sock)
 
     def ensure_spares(self) -> None:
         self.reap_orphans()
@@ -270,36 +271,35 @@ class Server:
                 for i in range(r)]
 
     # -- one job --------------------------------------------------------------------------------
-    def run_job_on_device(self, job: dict[str, Any]) -> dict[str, Any]:
+    def run_job_on_device(self, job: EvalRequest) -> JobResult:
         """`run_job` holding the GPU's memory lock shared (`platforms.clock`); once more, holding it exclusive,
         when the job ran out of device memory beside other jobs (two published-size KernelBench problems
         need more than an H100 holds). Both runs are whole evaluations, judged alike."""
         with device_memory(self.device) as waited:
             res = self.run_job(job)
-        if self.device == "cuda" and res.get("status") != "passed" and out_of_memory(str(res.get("error", ""))):
-            first = str(res.get("error", ""))
+        if self.device == "cuda" and res.status != "passed" and out_of_memory(res.error):
+            first = res.error
             log.warning("job ran out of GPU memory beside others: running it again alone")
             self.ensure_spares()
             with device_memory(self.device, exclusive=True) as alone:
                 res = self.run_job(job)
             waited += alone
-            res["reran_alone"] = first[:300]
-        res.setdefault("timings_s", {})["memory_wait"] = round(waited, 3)
+            res.reran_alone = first[:300]
+        res.timings_s["memory_wait"] = round(waited, 3)
         return res
 
-    def run_job(self, job: dict[str, Any]) -> dict[str, Any]:
+    def run_job(self, job: EvalRequest) -> JobResult:
         t0 = time.perf_counter()
         self._jobs += 1
-        timeout = float(job.get("timeout_s", 300.0))
-        res: dict[str, Any] = {"status": "passed", "violations": [], "error": "", "timings_s": {},
-                               "trials": int(job.get("trials", 3)), "isolation": None}
+        timeout = float(job.timeout_s)
+        res = JobResult(status="passed", trials=job.trials)
         self.secret = secrets.token_bytes(32)  # fresh seeds: nothing one job saw helps the next
         self.plan_seed = 2_000_000 + secrets.randbits(61)  # trial and model seeds (the plan adds offsets)
-        problem = _policy.source_problem(job.get("candidate_source", ""))
+        problem = _policy.source_problem(job.candidate_source)
         if problem is not None:  # before any process is taken: nothing to leave behind
-            res["violations"] = [f"malformed_source:{problem}"]
+            res.violations = [f"malformed_source:{problem}"]
             return finish(res, "rejected", f"static policy: malformed_source: {problem}", t0)
-        source = job["candidate_source"].encode("utf-8")  # exactly the bytes the policy checked
+        source = job.candidate_source.encode("utf-8")  # exactly the bytes the policy checked
         job_dir = Path(tempfile.mkdtemp(prefix=f"job{self._jobs}-", dir=self.root))
         nonce = secrets.token_hex(8)
         ref_sp, cand_sp = self._take("reference"), self._take("candidate")
@@ -330,7 +330,7 @@ class Server:
                     os.close(fd)
                 except OSError:
                     pass
-            res["stdout_tail"] = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-2000:]
+            res.stdout_tail = (_tail_file(sandbox / "stdout.txt") + _tail_file(sandbox / "stderr.txt"))[-2000:]
             shutil.rmtree(job_dir, ignore_errors=True)
             self._drop_box(cand_sp)
             if self.uid_lease is not None:
@@ -387,15 +387,15 @@ def main() -> None:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            job = json.loads(line)
+            job = EvalRequest.from_wire(line)  # the trusted client's: a malformed one is a bug, as before
             try:
                 res = server.run_job_on_device(job)
             except Exception as exc:  # the server stays up: the job becomes an infrastructure error
                 log.exception("job failed inside the server")
-                res = {"status": "infra_error", "error": f"harness server: {type(exc).__name__}: {exc}"}
-            out.write(json.dumps(res) + "\n")
+                res = JobResult(status="infra_error", error=f"harness server: {type(exc).__name__}: {exc}")
+            out.write(res.encode() + "\n")
             out.flush()
-            if job.get("last"):  # a one-shot client: no spares for a next job, exit now
+            if job.last:  # a one-shot client: no spares for a next job, exit now
                 break
             server.ensure_spares()  # while the client digests this result
     finally:
