@@ -1,4 +1,4 @@
-"""The implicit-GEMM convolution's schedule: the Hopper default tile (128 x 64 on 8 warps), the pipeline depth
+"""The implicit-GEMM convolution's schedule: the Hopper default tile (128 x 64 on 8 warps, 2 stages), the depth
 CONV_NUM_STAGES, the output-channel block clamped to a thin group, and the tuner's conv points (tile, warps,
 stages, precision), each against PyTorch on odd shapes in fp32/fp16/bf16.
 
@@ -50,7 +50,7 @@ def _with(source: str, cfg: dict) -> str:
 
 def test_defaults_and_space_are_hopper_schedules() -> None:
     cur = {k: v[1] for k, v in conv.DEFAULTS.items()}
-    assert (cur["CONV_BLOCK_P"], cur["CONV_BLOCK_CO"], cur["CONV_NUM_WARPS"], cur["CONV_NUM_STAGES"]) == (128, 64, 8, 3)
+    assert (cur["CONV_BLOCK_P"], cur["CONV_BLOCK_CO"], cur["CONV_NUM_WARPS"], cur["CONV_NUM_STAGES"]) == (128, 64, 8, 2)
     names, points = tune.space()["conv"]
     pts = [dict(zip(names, p)) for p in points]
     # tf32x3 holds hi and lo halves of both operands: a 128 x 64 tile needs two warpgroups (255 regs on one)

@@ -45,10 +45,12 @@ TUNABLES = ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "
 # on 4 warps (16 outputs a thread) issues 256 FFMA per 32 LDS.128, 128 x 64 on 8 warps (32 a thread) 512 per
 # 48. An SM issues 4 FFMA warp-instructions a clock but moves one LDS.128 warp-instruction (512 B) per 4
 # clocks, so FFMA-bound needs >= 16 FFMA per LDS.128: the 64 x 32 default was capped by shared-memory bandwidth
-# at 8/16 = 50% of the FP32 peak, 128 x 64 x 8 warps at 67% (128 registers, 2 blocks an SM, no spill)
+# at 8/16 = 50% of the FP32 peak, 128 x 64 x 8 warps at 67%. Two stages: with three, ptxas held level 1 68's
+# kernel (transposed 3-D) at 128 registers and spilled 16 bytes; with two it takes 118, 34 KB of shared memory,
+# and a k step's 1024 FFMA a thread are long enough to cover the next step's loads
 DEFAULTS = {"CONV_BLOCK_P": ([16, 32, 64, 128], 128), "CONV_BLOCK_CO": ([16, 32, 64, 128], 64),
             "CONV_BLOCK_R": ([16, 32, 64], 32), "CONV_NUM_WARPS": ([2, 4, 8], 8),
-            "CONV_NUM_STAGES": ([2, 3, 4, 5], 3),
+            "CONV_NUM_STAGES": ([2, 3, 4, 5], 2),
             "DW_BLOCK_C": ([1, 2, 4, 8], 4), "DW_BLOCK_P": ([256, 512, 1024], 256),
             "DIRECT_BLOCK_P": ([128, 256, 512], 256), "DIRECT_BLOCK_CO": ([8, 16, 32, 64], 16),
             "DIRECT_NUM_WARPS": ([1, 2, 4], 4), "CONV_DIRECT": ([1, 0], 1)}
