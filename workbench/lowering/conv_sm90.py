@@ -135,7 +135,12 @@ def survey(spec_path: str | Path, n: int = 8, timeout_s: float = 900.0,
     req = []
     for cfg in cfgs:
         flat = not {**current, **cfg}.get("CONV_DIRECT", 0)
-        for ln in sc.apply_config(source, conv, cfg):
+        for rec, ln in zip(conv, sc.apply_config(source, conv, cfg)):
+            # the launch clamps the output-channel block to the group (`_BCO`): a recorded block below the
+            # default was clamped, and stays the most any config gets (a group of 8 or 16 channels)
+            co = rec.constexprs.get("CONV_BLOCK_CO")
+            if isinstance(co, int) and co < int(current.get("CONV_BLOCK_CO", co)):
+                ln.constexprs["CONV_BLOCK_CO"] = min(int(ln.constexprs["CONV_BLOCK_CO"]), co)
             # of a direct/flat pair only the form CONV_DIRECT launches
             if ln.kernel in twins and flat or ln.kernel.endswith("_flat") and not flat:
                 continue
