@@ -466,7 +466,8 @@ register_family(Family("conv", "conv", conv_kernel, TUNABLES, anchor=lambda node
 # eight points try it; positions >= 64 keep the tile on wgmma (64 rows a warpgroup). sm_90 SASS
 # (workbench/lowering/conv_sm90.py): tf32x3 splits each operand into hi and lo tf32 halves in registers, so a
 # 128 x 64 tile on 4 warps took 255 registers (one block of 4 warps an SM) and spilled on level 1 61
-# (transposed 3-D); on 8 warps it takes 113-135, two blocks an SM, no spill: the 128 x 64 points run 8 warps.
+# (transposed 3-D); on 8 warps it takes 113-135, two blocks an SM, no spill: the 128-row points run 8 warps
+# (128 x 32 on 4 spilled 184 bytes in level 1 75's transposed flat loop, on 8 it takes 183 registers).
 # A schedule is more than a tile: CONV_NUM_STAGES deepens the cp.async pipeline where a k step is short
 # (16 channels: 33 KB a stage-set at 3 stages) and the last point keeps the FMA path ("ieee", for problems where
 # tf32x3 fails the tolerance) on a 64 x 64 tile of 4 warps: the default's 512 FFMA per 48 LDS.128 in 128
@@ -475,7 +476,7 @@ register_family(Family("conv", "conv", conv_kernel, TUNABLES, anchor=lambda node
 register_space(Space("conv", ("CONV_BLOCK_P", "CONV_BLOCK_CO", "CONV_BLOCK_R", "CONV_NUM_WARPS", "CONV_NUM_STAGES",
                               "MM_PRECISION"),
                      ((128, 64, 32, 8, 3, "tf32x3"), (128, 128, 32, 8, 3, "tf32x3"), (64, 64, 32, 4, 4, "tf32x3"),
-                      (128, 32, 32, 4, 3, "tf32x3"), (128, 64, 16, 8, 5, "tf32x3"), (64, 128, 32, 4, 3, "tf32x3"),
+                      (128, 32, 32, 8, 3, "tf32x3"), (128, 64, 16, 8, 5, "tf32x3"), (64, 128, 32, 4, 3, "tf32x3"),
                       (128, 64, 64, 8, 3, "tf32x3"), (64, 64, 32, 4, 4, "ieee")), rank=50))
 # the direct form's tiles (checked on sm_90 without spills: tests/lowering/test_conv_direct.py); CONV_DIRECT 0
 # (points 0 and 4) runs the flat GEMM instead, with the conv space's point of the same index (tf32x3 there:
