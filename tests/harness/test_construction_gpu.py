@@ -52,15 +52,21 @@ def test_graph_kernel_names_are_read_from_the_driver() -> None:
         m = offs < n
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
 
-    x = torch.ones(4096, device="cuda")
-    twice_kernel[(4,)](x, x.numel(), BLOCK=1024)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph(keep_graph=True)
-    with torch.cuda.graph(g):
+    from platforms.clock import device_memory
+
+    # alone on the GPU (published-size jobs of other xdist workers once left cuBLAS no memory for its
+    # handle), and cuBLAS's handle made before the capture, not inside it
+    with device_memory("cuda", exclusive=True):
+        x = torch.ones(4096, device="cuda")
         twice_kernel[(4,)](x, x.numel(), BLOCK=1024)
-        x.fill_(1.0)
         torch.mm(x[:64].view(8, 8), x[:64].view(8, 8))
-    names = kernel_names(g)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(g):
+            twice_kernel[(4,)](x, x.numel(), BLOCK=1024)
+            x.fill_(1.0)
+            torch.mm(x[:64].view(8, 8), x[:64].view(8, 8))
+        names = kernel_names(g)
     assert names is not None and "twice_kernel" in names, names
     bad, unknown = audit(names, {"twice_kernel"})
     assert len(bad) == 1 and "twice_kernel" not in bad[0] and not unknown, (names, bad)  # the matmul alone
