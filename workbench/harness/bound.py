@@ -13,6 +13,7 @@ functions (`bound.detach(t)`), so no attribute of a tensor, a class or a module 
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -21,6 +22,9 @@ from typing import Any
 import torch
 
 _TB = torch._C.TensorBase
+
+# The cyclic collector, off from `go` until the candidate reads its next command (`rounds.serve`)
+gc_disable, gc_enable = gc.disable, gc.enable
 
 Tensor = torch.Tensor
 detach = _TB.detach
