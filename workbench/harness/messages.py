@@ -114,17 +114,40 @@ def kind_of(msg: dict[str, Any]) -> str:
     return kinds[0]
 
 
+class NotAnObject(ValueError):
+    """A line that is not one bounded JSON object (`json_object`); `why` says how: "long", "json", "type"."""
+
+    def __init__(self, why: str, text: str) -> None:
+        super().__init__(text)
+        self.why = why
+
+
+def json_object(msg: Any, limit: int) -> dict[str, Any]:
+    """`msg` as one JSON object, the bounded decode both schemas share (this one and `trusted_messages`): a
+    line (str or bytes) over `limit` is refused before it is parsed, one the parser refuses (a nesting too
+    deep for it included: `RecursionError`) is not JSON, and a value that is not an object, decoded here or
+    before, is refused too. Raises `NotAnObject`, whose text each schema words as its own error."""
+    if isinstance(msg, (str, bytes)):
+        if len(msg) > limit:
+            raise NotAnObject("long", f"a line of {len(msg)} bytes (limit {limit})")
+        try:
+            msg = json.loads(msg)
+        except (ValueError, RecursionError) as exc:
+            raise NotAnObject("json", f"not JSON ({exc})") from exc
+    if type(msg) is not dict:
+        raise NotAnObject("type", "expected a JSON object")
+    return msg
+
+
 def parse_candidate(line: bytes, nonce: str, expect: str | None = None) -> dict[str, Any]:
     """One line from a candidate process, checked against the schema; `expect` is the kind the protocol
     waits for (a `finished` report is accepted in its place: the candidate failed and says why)."""
-    if len(line) > MAX_LINE:
-        raise SchemaError(f"report line of {len(line)} bytes (limit {MAX_LINE})")
     try:
-        msg = json.loads(line)
-    except (ValueError, RecursionError) as e:
-        raise SchemaError(f"unparseable report {line[:80]!r}") from e
-    if type(msg) is not dict:
-        raise SchemaError("a report is a JSON object")
+        msg = json_object(line, MAX_LINE)
+    except NotAnObject as e:
+        raise SchemaError({"long": f"report line of {len(line)} bytes (limit {MAX_LINE})",
+                           "json": f"unparseable report {line[:80]!r}",
+                           "type": "a report is a JSON object"}[e.why]) from e
     if msg.get("n") != nonce:
         raise SchemaError(f"report without this job's nonce: {line[:80]!r}")
     kind = kind_of(msg)
@@ -168,4 +191,5 @@ def verdict_status(report_status: str, violations: list[str]) -> str:
     return report_status
 
 
-__all__ = ["FAIL_STATUSES", "MAX_LINE", "STATUSES", "SchemaError", "parse_candidate", "report", "verdict_status"]
+__all__ = ["FAIL_STATUSES", "MAX_LINE", "STATUSES", "NotAnObject", "SchemaError", "json_object", "parse_candidate",
+           "report", "verdict_status"]

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from workbench.harness.messages import NotAnObject, json_object
+
 MAX_LINE = 1 << 26        # one encoded message, in bytes (a candidate's source is refused over 1 MB before)
 MAX_TEXT = 1 << 22        # characters of a diagnosis, a path or a tail
 MAX_NESTED = 1 << 22      # bytes of one nested mapping or list once encoded
@@ -108,15 +110,10 @@ class _Wire:
     def from_wire(cls: type[T], msg: Any) -> T:
         """The message of `msg` (a decoded mapping, or its JSON line), every field checked; a field left out
         takes its default, an unknown one is a `WireError`."""
-        if isinstance(msg, (str, bytes)):
-            if len(msg) > MAX_LINE:
-                raise WireError(f"{cls.__name__}: a line of {len(msg)} bytes (limit {MAX_LINE})")
-            try:
-                msg = json.loads(msg)
-            except (ValueError, RecursionError) as exc:
-                raise WireError(f"{cls.__name__}: not JSON ({exc})") from exc
-        if type(msg) is not dict:
-            raise WireError(f"{cls.__name__}: expected a JSON object")
+        try:
+            msg = json_object(msg, MAX_LINE)  # the bounded decode `messages` uses for a candidate's lines
+        except NotAnObject as exc:
+            raise WireError(f"{cls.__name__}: {exc}") from exc
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         extra = set(msg) - names - cls._IGNORED
         required = {f.name for f in fields(cls)  # type: ignore[arg-type]
