@@ -3,7 +3,7 @@
 #   bash benchmarks/suite_gpu.sh NAME SECONDS SUITE [workbench suite flags...]
 #   e.g. bash benchmarks/suite_gpu.sh kb_all 480 kernelbench --root .kernelbench --draft lower --budget 8
 # Starts run NAME under .runs/ (ignored), or resumes it when an earlier call's copy came along in .runs/NAME
-# (carry [".runs"]); no problem starts after SECONDS (--stop-after). The run comes back as one file,
+# (carry [".runs"]); no problem starts after SECONDS (--stop-after); HARD_S=N interrupts it after N s. The run comes back as one file,
 # $OUT/NAME.tar.gz (unpack it here with `tar xzf NAME.tar.gz -C .runs`), beside the command's log and the
 # machine's provenance. The numbers are the suite's own: its report.json (fast_p, throughput) is the result.
 set -uo pipefail
@@ -25,7 +25,8 @@ else
   how=(--run-id "$name")
 fi
 t0=$(date +%s)
-env -u TRITON_INTERPRET python3 -m workbench.cli suite "$suite" --run-dir .runs "${how[@]}" --stop-after "$secs" "$@" > "$OUT/$name.out" 2> "$OUT/$name.log"
+# HARD_S (optional): interrupt the run then (as Ctrl-C does: finished problems kept), so the tar below still runs
+env -u TRITON_INTERPRET ${HARD_S:+timeout -s INT $HARD_S} python3 -m workbench.cli suite "$suite" --run-dir .runs "${how[@]}" --stop-after "$secs" "$@" > "$OUT/$name.out" 2> "$OUT/$name.log"
 rc=$?
 echo "exit $rc after $(( $(date +%s) - t0 )) s" >> "$OUT/$name.out"
 tail -c 3000 "$OUT/$name.log"; cat "$OUT/$name.out"

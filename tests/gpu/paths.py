@@ -77,3 +77,26 @@ def keep(path: Path, name: str) -> None:
     if logs and path.is_file():
         Path(logs).mkdir(parents=True, exist_ok=True)
         (Path(logs) / name).write_bytes(path.read_bytes())
+
+
+def keep_runs(run_dir: Path, prefix: str) -> None:
+    """Every suite run under `run_dir`: its problems' records (phases, the harness's timings) as JSON lines,
+    kept beside the logs whether the test passed or not (a slow path says where its time went)."""
+    import sqlite3
+
+    logs = os.environ.get("WB_GPU_CI_LOGS")
+    if not logs:
+        return
+    Path(logs).mkdir(parents=True, exist_ok=True)
+    for db in sorted(run_dir.glob("*/suite.sqlite")):
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+            rows = con.execute("SELECT problem_id, status, record_json FROM problems ORDER BY seq").fetchall()
+            con.close()
+        except sqlite3.Error as exc:
+            rows = [("?", f"unreadable: {exc}", None)]
+        with open(Path(logs) / f"{prefix}_{db.parent.name}.records.jsonl", "w", encoding="utf-8") as f:
+            for pid, status, rec in rows:
+                f.write(json.dumps({"problem_id": pid, "status": status,
+                                    "record": json.loads(rec) if rec else None}) + "\n")
+

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.gpu.paths import REPO, explain, keep, kernelbench_root, problem, record, workbench
+from tests.gpu.paths import REPO, explain, keep, keep_runs, kernelbench_root, problem, record, workbench
 
 pytestmark = pytest.mark.gpu
 # Problems at published sizes stage tens of GB each (23_Softmax: 48 GB): under `-n N --dist loadgroup`
@@ -86,7 +86,10 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
     root = kernelbench_root()
     args = ["suite", "kernelbench", "--root", str(root), "--levels", "1,2,3", "--problems", "1-3", "--device",
             "cuda", "--draft", "lower", "--budget", "1", "--run-dir", str(tmp_path), "--json"]
-    proc, wall = workbench(*args, timeout=300)
+    try:
+        proc, wall = workbench(*args, timeout=300)
+    finally:
+        keep_runs(tmp_path, "suite_kernelbench")
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
     for name in ("report.md", "problems.csv"):
@@ -115,8 +118,11 @@ def test_suite_aten_a_handful_of_ops_in_fp32_and_bf16(tmp_path):
     # four families (binary, unary, reduction, softmax): under the GPU suite's other workers one ATen
     # problem took 30-100 s on the H100 (2026-12-06), and eleven ops in two dtypes did not end in 240 s
     ops = "add,exp,sum,softmax"
-    proc, _ = workbench("suite", "aten", "--ops", ops, "--dtypes", "float32,bfloat16", "--device", "cuda",
-                        "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=300)
+    try:
+        proc, _ = workbench("suite", "aten", "--ops", ops, "--dtypes", "float32,bfloat16", "--device", "cuda",
+                            "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=300)
+    finally:
+        keep_runs(tmp_path, "suite_aten")
     assert proc.returncode == 0, explain(proc)
     report = json.loads(proc.stdout)
     for name in ("report.md", "problems.csv"):

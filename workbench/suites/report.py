@@ -126,9 +126,21 @@ def throughput(records: list[dict[str, Any]], wall_s: float | None) -> dict[str,
         xs = [float(t[key]) for t in per if isinstance(t.get(key), (int, float))]
         return statistics.median(xs) if xs else None
 
+    # each problem's wall split into its phases, added over the run (overlapping problems add up to more
+    # than the run's wall: these say where the work went, not when)
+    phases: dict[str, float] = {}
+    for r in records:
+        for k, v in (r.get("phases_s") or {}).items():
+            if isinstance(v, (int, float)):
+                phases[k] = phases.get(k, 0.0) + float(v)
+        harness = (r.get("search") or {}).get("harness_s")
+        if isinstance(harness, (int, float)):
+            phases["harness"] = phases.get("harness", 0.0) + float(harness)
     return {"evaluations": evals, "wall_s": wall_s,
             "candidates_per_hour": evals / wall_s * 3600 if wall_s else None,
-            "median_eval_wall_s": median("client_wall"), "median_harness_overhead_s": median("harness_overhead")}
+            "median_eval_wall_s": median("client_wall"), "median_harness_overhead_s": median("harness_overhead"),
+            "median_compile_and_first_call_s": median("compile_and_first_call"),
+            "phases_s": {k: round(v, 1) for k, v in sorted(phases.items())}}
 
 
 def _csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,7 +198,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"- throughput: {tp['evaluations']} evaluations in {_fmt(tp['wall_s'], '.0f')} s = "
              f"{_fmt(tp['candidates_per_hour'], '.0f')} candidates/hour; median evaluation "
              f"{_fmt(tp['median_eval_wall_s'], '.2f')} s, harness overhead "
-             f"{_fmt(tp['median_harness_overhead_s'], '.2f')} s",
+             f"{_fmt(tp['median_harness_overhead_s'], '.2f')} s, compile and first call "
+             f"{_fmt(tp.get('median_compile_and_first_call_s'), '.2f')} s"
+             + ("; problems' time by phase (s, added over problems): "
+                + ", ".join(f"{k} {v:.0f}" for k, v in tp["phases_s"].items()) if tp.get("phases_s") else ""),
              f"- precision: {report.get('precision') or precision(stored)}",
              "", "fast_p = correct and speedup > p, over all problems of the level (KernelBench's definition).", "",
              "```", summary_table(report), "```", ""]

@@ -214,8 +214,13 @@ class SuiteRunner:
 
     def _evaluate_problem(self, row: ProblemRow, record: dict[str, Any]) -> str:
         cfg = self.cfg
+        # where a problem's wall time goes (prepare, the evaluations or search, the compile baseline): the
+        # report adds them up, so a slow run says which phase to look at
+        phases = record["phases_s"] = {}
+        t = time.time()
         prep = self.call_isolated("prepare", {"spec_path": row.spec_path, "max_elems": cfg.max_elems,
                                               "draft": cfg.draft, "name": row.problem_id}, cfg.prepare_timeout_s)
+        phases["prepare"] = round(time.time() - t, 3)
         if not prep.get("ok"):
             record["diagnosis"] = f"prepare: {prep.get('diagnosis', 'unknown failure')}"
             return "failed"
@@ -239,14 +244,18 @@ class SuiteRunner:
         if source is not None:
             seed_path = self.path / "kernels" / f"{stem}.seed.py"
             seed_path.write_text(source, encoding="utf-8")
+        t = time.time()
         if cfg.budget == 0:
             status = self._evaluate_seed(row, record, source or "", overrides)
             if record["correct"]:
                 record["best_kernel"] = str(seed_path.relative_to(self.path)) if seed_path else None
         else:
             status = self._search(row, record, seed_path, overrides)
+        phases["evaluate"] = round(time.time() - t, 3)
         if record["correct"] and cfg.compile_baseline:
+            t = time.time()
             self._compile_baseline(row, record, overrides)
+            phases["compile_baseline"] = round(time.time() - t, 3)
         return status
 
     def _evaluate_seed(self, row: ProblemRow, record: dict[str, Any], source: str, overrides: dict[str, Any]) -> str:
@@ -279,7 +288,11 @@ class SuiteRunner:
             by_op[n.operator][n.status] += 1
         record["search"] = {"run_id": run.run_id, "stop": run.stop.rule, "nodes": len(nodes),
                             "seed_fitness": run.seed_fitness, "by_operator": by_op,
-                            "tokens": sum(n.prompt_tokens + n.completion_tokens for n in run.tree)}
+                            "tokens": sum(n.prompt_tokens + n.completion_tokens for n in run.tree),
+                            # the harness's own wall over the search's evaluations: the rest of the search's
+                            # time went to waiting for a harness server (other problems' jobs) and generation
+                            "harness_s": round(sum(float((n.result.timings_s or {}).get("client_wall") or 0.0)
+                                                   for n in nodes if n.result is not None), 3)}
         best = run.best
         pick = best if best is not None and best.passed else (run.seeds[0] if run.seeds else None)
         if pick is None or pick.result is None:
