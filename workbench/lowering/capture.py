@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 from torch.export import Dim
+from torch.overrides import TorchFunctionMode
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,116 @@ _EXTRA_DECOMPOSITIONS = [
     aten.frac, aten.trunc, aten.xlogy.Tensor, aten.sinc, aten.diag_embed, aten.norm.ScalarOpt_dim,
     aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.repeat,
 ]
+
+
+def _cov(x: torch.Tensor, correction: int = 1, fweights: torch.Tensor | None = None,
+         aweights: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.cov as ATen's Correlation.cpp computes it, less its value checks (`fweights` integral and
+    non-negative, `aweights` non-negative: `.item()` reads that stop the trace); a norm factor <= 0 is 0 as
+    there (the result then inf or nan), chosen by `where` rather than read back."""
+    if x.dim() < 2:
+        x = x.reshape(1, -1)
+    w = fweights
+    if aweights is not None:
+        w = aweights if w is None else w * aweights
+    n_obs = x.shape[1]
+    w_sum = w.sum() if w is not None else x.new_ones(()) * n_obs
+    avg = (x * w if w is not None else x).sum(1) / w_sum
+    if w is not None and aweights is not None and correction != 0:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    else:
+        norm = w_sum - correction
+    norm = torch.where(norm <= 0, torch.zeros_like(norm), norm)
+    xc = x - avg.unsqueeze(1)
+    c = torch.mm(xc, (xc * w if w is not None else xc).t())
+    return c.div(norm).squeeze()
+
+
+def _corrcoef(x: torch.Tensor) -> torch.Tensor:
+    """torch.corrcoef (Correlation.cpp) over `_cov`: cov scaled by the standard deviations, clipped to [-1, 1]."""
+    c = _cov(x)
+    if c.dim() == 0:
+        return c / c
+    sd = torch.sqrt(torch.diagonal(c))
+    c = c / sd.reshape(-1, 1)
+    c = c / sd.reshape(1, -1)
+    return c.clip(-1, 1)
+
+
+def _narrow(x: torch.Tensor, dim: int, start: Any, length: int) -> torch.Tensor:
+    """narrow with its start given as a 0-d tensor: ATen reads it with `.item()` (an unbacked offset the graph
+    cannot return); the same elements as index_select of start + arange(length), start < 0 counting from the end."""
+    size = x.shape[dim]
+    s = start.reshape([]).to(torch.int64)
+    s = torch.where(s < 0, s + size, s)
+    return x.index_select(dim, s + torch.arange(length, device=x.device))
+
+
+def _combinations(x: torch.Tensor, r: int = 2, with_replacement: bool = False) -> torch.Tensor:
+    """torch.combinations: ATen builds a mask over the r-fold grid and selects it (a data-dependent count); the
+    combinations of n indices depend on n only, so they are a constant index gathered from x."""
+    import itertools
+
+    if r == 0:
+        return x.new_empty((0,))
+    n = int(x.shape[0])
+    comb = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = torch.tensor(list(comb(range(n), r)), dtype=torch.int64, device=x.device).reshape(-1, r)
+    return x[idx]
+
+
+def _bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
+    out = dict(zip(names, args))
+    out.update(kwargs)
+    return out
+
+
+class _CaptureOverrides(TorchFunctionMode):
+    """Ops whose ATen implementation reads tensor values into Python (`.item()`, a nonzero count) although their
+    result's shape does not depend on them, written in traceable ops (`_cov`...). `split_values`, when given, are
+    tensor_split's tensor `indices_or_sections` read from the real inputs in call order (`_specialized_capture`):
+    its output shapes do depend on them, so the trace is specialized to the sample's values."""
+
+    def __init__(self, split_values: list[Any] | None = None) -> None:
+        super().__init__()
+        self.split_values = split_values
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func in (torch.cov, torch.Tensor.cov):
+            return _cov(**_bound(args, kwargs, ("x", "correction", "fweights", "aweights")))
+        if func in (torch.corrcoef, torch.Tensor.corrcoef):
+            return _corrcoef(*args, **kwargs)
+        if func in (torch.narrow, torch.Tensor.narrow):
+            a = _bound(args, kwargs, ("input", "dim", "start", "length"))
+            if isinstance(a.get("start"), torch.Tensor):
+                return _narrow(a["input"], a["dim"], a["start"], a["length"])
+        if func is torch.combinations:
+            return _combinations(*args, **kwargs)
+        if func in (torch.tensor_split, torch.Tensor.tensor_split) and self.split_values is not None:
+            a = _bound(args, kwargs, ("input", "indices_or_sections", "dim"))
+            t = a.get("indices_or_sections", a.pop("tensor_indices_or_sections", None))
+            if isinstance(t, torch.Tensor) and self.split_values:
+                v = self.split_values.pop(0)
+                return torch.tensor_split(a["input"], v, a.get("dim", 0))
+        return func(*args, **kwargs)
+
+
+class _RecordSplits(TorchFunctionMode):
+    """Runs the real forward and records tensor_split's tensor `indices_or_sections` as Python ints, in call order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[Any] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func in (torch.tensor_split, torch.Tensor.tensor_split):
+            a = _bound(args, kwargs, ("input", "indices_or_sections", "dim"))
+            t = a.get("indices_or_sections", a.get("tensor_indices_or_sections"))
+            if isinstance(t, torch.Tensor):
+                self.values.append(t.tolist())
+        return func(*args, **kwargs)
 
 
 class CaptureError(RuntimeError):
@@ -241,7 +352,7 @@ def capture(module: Any) -> Captured:
         try:
             with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), _quiet_torch_logs():
                 warnings.simplefilter("ignore")
-                with whole_rnn():
+                with whole_rnn(), _CaptureOverrides():
                     ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
                 ep = ep.run_decompositions(decomposition_table())
             break
@@ -249,6 +360,10 @@ def capture(module: Any) -> Captured:
             last = exc
             log.debug("export (dynamic dims: %s) failed: %s", dims, exc)
             ep = None
+    if ep is None and last is not None and _data_dependent(last) and _small(inputs):
+        ep = _specialized_capture(module, build)
+        if ep is not None:
+            dims = "none"
     if ep is None and last is not None and _data_dependent(last) and _small(inputs):
         ep = _draft_capture(module)
         if ep is not None:
@@ -307,6 +422,33 @@ DRAFT_MAX_BYTES = 64 << 20
 
 def _small(inputs: tuple) -> bool:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) <= DRAFT_MAX_BYTES
+
+
+def _specialized_capture(module: Any, build: Any) -> Any:
+    """Trace a forward whose tensor_split takes its split points as a tensor, specialized to the sample's values.
+
+    The output shapes depend on those values, so no trace is general: the real forward runs once on the real inputs
+    (`_RecordSplits` reads each split tensor into ints), then the export replays those ints in call order, static
+    sizes (the ATen suite's inputs are the saved samples, so the candidate computes their path; like `_draft_capture`,
+    whose real-beside-fake check rejects these outputs). None when nothing was recorded or the trace still fails."""
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), _quiet_torch_logs():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            real_model = module.Model(*module.get_init_inputs())
+            rec = _RecordSplits()
+            with torch.no_grad(), rec:
+                real_model(*module.get_inputs())
+            if not rec.values:
+                return None
+            model, inputs = build()
+            with _CaptureOverrides(split_values=list(rec.values)):
+                ep = torch.export.export(model, inputs, strict=False)
+            ep = ep.run_decompositions(decomposition_table())
+    except Exception as exc:  # noqa: BLE001 - the fake trace's reason is the one reported
+        log.debug("specialized export failed: %s", exc)
+        return None
+    return ep
 
 
 def _draft_capture(module: Any) -> Any:
