@@ -2,8 +2,8 @@
 
 The split is forced at small sizes by shrinking the candidate's RED_BLOCK_N (`_red_split` splits a row
 that spans at least 16 blocks when the row blocks cannot fill the GPU); the launches are recorded to see
-that phase 1 and phase 2 ran, and the in-place reads over dims (0, 2, 3) (X2) and dim 1 (K2) were used.
-The sm_90 compile of both phases is checked too.
+that phase 1 ran (its last program per row block combines the partials: no phase-2 launch), and the
+in-place reads over dims (0, 2, 3) (X2) and dim 1 (K2) were used. The sm_90 compile is checked too.
 """
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def _run(tmp_path: Path, dt: str, block_n: int):  # noqa: ANN202
 def test_split_reductions_match_torch(tmp_path: Path, dt: str) -> None:
     _, launches, want, got = _run(tmp_path, dt, 16)
     phases = {ln.constexprs.get("PHASE") for ln in launches}
-    assert {1, 2} <= phases, phases
+    # the partials are combined by the last program of phase 1 to finish its row block: no phase-2 launch
+    assert 1 in phases and 2 not in phases, phases
     assert any(ln.constexprs.get("X2") for ln in launches), "the (0, 2, 3) reductions copied their input"
     assert any(ln.constexprs.get("K2") for ln in launches), "the dim-1 reductions copied their input"
     for i, (w, g) in enumerate(zip(want, got)):

@@ -135,6 +135,19 @@ def _red_split(m, n, block_m, block_n, target=528):
     return max(1, min(-(-target // progs), n // (8 * block_n), 1024))
 
 
+_TICKETS = {}
+
+
+def _tickets(dev, n):
+    """n int32 zeros on dev, kept between calls: a split reduction's ticket counters (one per row block; the
+    last program of a block resets its counter, so they are zero again after every launch)."""
+    t = _TICKETS.get(dev)
+    if t is None or t.numel() < n:
+        t = torch.zeros(max(n, 4096), dtype=torch.int32, device=dev)
+        _TICKETS[dev] = t
+    return t
+
+
 def _mm_split(m, n, k, b, block_m, block_n, block_k):
     """Split-K factor of a matmul: split when the output tiles cannot fill the GPU and K is long, and
     so that no fp32 accumulator chain is longer than 16384 (a 1M-long chain drifts by ~2e-4 relative)."""

@@ -11,7 +11,8 @@ one-op kernels for the statistics, the apply): 799 us against torch.compile's 42
 - a var and a sum (or mean) of the same input over the same dims become one kernel (`meta["wb_siblings"]` on
   the var; the sum moved right after it): one Welford pass over x gives both (templates.reduction_kernel).
 
-LayerNorm is then 3 launches (statistics partials, their combine with the epilogue, the apply), x read twice.
+LayerNorm is then 2 launches (the statistics, split: partials, combined with the epilogue by the last program
+of each row block, templates._TICKET; the apply), x read twice and written once.
 """
 from __future__ import annotations
 

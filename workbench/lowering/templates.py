@@ -430,6 +430,91 @@ def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_
     return lines + stores + st, (2 if tuple_out else 0)
 
 
+# the split's combine runs in the last program of each row block to store its partial (no second launch): the
+# programs of a row block take tickets (a counter per row block, `_tickets` in the candidate, zero between
+# launches: the last program resets its own); the barrier orders every thread's partial stores before the
+# ticket (bar.sync, then thread 0's gpu-scope acq_rel atomic: the pattern of a cooperative grid sync). The
+# combine reads the partials in a fixed order, so the result does not depend on which program is last.
+_TICKET = ["tl.debug_barrier()", "tk = tl.atomic_add(cnt_ptr + tl.program_id(0), 1, sem=\"acq_rel\")",
+           "if tk == SPLIT - 1:", "    tl.store(cnt_ptr + tl.program_id(0), 0)"]
+# phase 2's reads of the [M, SPLIT] partials, as the last program of phase 1 makes them: its own rows, the
+# partials' row stride SPLIT, no column groups; the mean's divisor is the row's length
+_FINALIZE_SUBS = (("PHASE", "2"), ("x_ptr", "ws_ptr"), ("roff", "(rows * SPLIT)"), ("x_sm", "SPLIT"),
+                  ("n_lo", "0"), ("n_hi", "SPLIT"), ("X2", "0"), ("x_sn", "1"), ("DIVN", "NTOT"))
+
+
+def _finalize_lines(lines: list[str]) -> list[str]:
+    """A split reduction's phase-2 lines (the combine of the partials, then the epilogue) for the last program
+    of phase 1: the phase and the view of x fixed to those of the partials (static ifs, which Triton and its
+    interpreter both resolve at compile time), the partials read past L1 (another program of this SM may have
+    cached a line of them before they were complete), every local renamed `f_...` (a name of phase 1 may hold
+    another type: its columns are int64)."""
+    import re
+
+    out = []
+    for ln in lines:
+        for a, b in _FINALIZE_SUBS:
+            ln = re.sub(rf"\b{a}\b", b, ln)
+        out.append(re.sub(r"(tl\.load\(ws_ptr[^\n]*?, mask=\w+), other=", r'\1, cache_modifier=".cg", other=', ln))
+    local = set()
+    for ln in out:
+        m = re.match(r"\s*(?:for\s+(\w+)\s+in\b|(\w+)\s*[-+*/]?=(?!=))", ln)
+        if m:
+            local.add(m.group(1) or m.group(2))
+    out = _static_ifs(out)
+    if not local:
+        return out
+    # no keyword argument (mask=, other=, axis=) and no attribute (tl.sum) is named like a local here
+    pat = re.compile(r"(?<![.\w])(" + "|".join(sorted(local, key=len, reverse=True)) + r")\b")
+    return [pat.sub(r"f_\1", ln) for ln in out]
+
+
+_LITERAL_COND = r"\d+(?:\s*(?:==|!=)\s*\d+)?"
+
+
+def _static_ifs(lines: list[str]) -> list[str]:
+    """`if`/`elif`/`else` chains whose conditions are all integer literals or their comparisons (`if 0 == 3:`)
+    replaced by the block taken, dedented: what Triton would compile, written out for the reader."""
+    import re
+
+    def ind(ln: str) -> int:
+        return len(ln) - len(ln.lstrip())
+
+    def block(i: int, d: int) -> int:  # the end of the block whose lines start at i, indented past d
+        while i < len(lines) and (not lines[i].strip() or ind(lines[i]) > d):
+            i += 1
+        return i
+
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        d = ind(lines[i])
+        m = re.fullmatch(rf"\s*if ({_LITERAL_COND}):", lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        taken: list[str] | None = None
+        cond: str | None = m.group(1)
+        while True:
+            j = block(i + 1, d)
+            if taken is None and (cond is None or eval(cond)):  # noqa: S307 - digits and == / != only
+                taken = lines[i + 1:j]
+            i = j
+            if cond is None or i >= len(lines) or ind(lines[i]) != d:
+                break
+            m = re.fullmatch(r"\s*elif (.*):", lines[i])
+            if m:
+                cond = m.group(1)
+                assert re.fullmatch(_LITERAL_COND, cond), f"a literal chain with a runtime condition: {cond}"
+            elif lines[i].strip() == "else:":
+                cond = None
+            else:
+                break
+        out += _static_ifs([b[4:] for b in taken or []])
+    return out
+
+
 def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                      names: dict[fx.Node, str]) -> tuple[str, list[str], set[str]]:
     """Reduce x over `dims`: x is permuted so they are last and read as [M, N] (in place where its strides
@@ -491,7 +576,11 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
         first, second = ("mx", "rv") if lse else ("mean", "m2")
         partial = [f"tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), {first}, mask=rmask)",
                    f"tl.store(ws_ptr + M * SPLIT + rows * SPLIT + tl.program_id(1), {second}, mask=rmask)"]
-    lines += (["if PHASE == 1:"] + indent(partial) + ["else:"] + indent(epi)) if splittable else epi
+    if splittable:
+        fin = _finalize_lines(acc_lines + epi)
+        lines += ["if PHASE == 1:"] + indent(partial + _TICKET + indent(fin)) + ["else:"] + indent(epi)
+    else:
+        lines += epi
     out_params = [f"out{j}_ptr" for j in range(anchor_outs)] + \
         [f"{'outE' if tuple_out else 'out'}{j}_ptr" for j in range(len(body.outputs))]
     in_params = [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))]
@@ -499,9 +588,9 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
     sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2", "M2", "x_sm2"] +
-                    sizes + strides + ["ws_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN", "RED_BLOCK_M: tl.constexpr",
-                                       "RED_BLOCK_N: tl.constexpr", "PHASE: tl.constexpr", "X2: tl.constexpr",
-                                       "K2: tl.constexpr"])
+                    sizes + strides + ["ws_ptr", "cnt_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN",
+                                       "RED_BLOCK_M: tl.constexpr", "RED_BLOCK_N: tl.constexpr",
+                                       "PHASE: tl.constexpr", "X2: tl.constexpr", "K2: tl.constexpr"])
     doc = (f'    """{kind} over the last axis of x viewed as [M, N] (dims {dims} of a rank-{xr} input), '
            + (f'with {", ".join(n.name for n in group.siblings)}, ' if group.siblings else "")
            + (f'prologue: {", ".join(n.name for n in group.prologue)}, ' if group.prologue else "")
@@ -564,18 +653,19 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
         return (f"{name}[{grid}]({', '.join(x_args[:1] + rest + x_args[1:] + sizes + tail)}, "
                 f"{kw}, PHASE={phase}, X2={x2}, K2={'_k2' if x2 == '_x2' else 'False'})")
     view = ["_x", "_M", "_N", "_sm", "_sn", "_n2", "_sn2", "_m2", "_sm2"]
-    whole = call(view, ["_x", "1", "_N", "_N", "_N"], "1", 0, "_x2")
+    whole = call(view, ["_x", "_x", "1", "_N", "_N", "_N"], "1", 0, "_x2")
     if not splittable:
         launch.append(f"if _M: {whole}")
         return launch
+    # one launch either way: split, the last program of each row block to store its partial combines them
+    # (`_TICKET`; phase 2 runs inside phase 1, no second kernel for a norm's statistics or a loss's mean)
     launch += ["_split = _red_split(_M, _N, _rbm, _rbn, RED_SPLIT_PROGS) if _M else 1",
                "if _split > 1:",
                "    _chunk = triton.cdiv(triton.cdiv(_N, _split), _rbn) * _rbn",
                "    _split = triton.cdiv(_N, _chunk)",
                f"    _ws = torch.empty([{2 if is_var else 1} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
-               "    " + call(view, ["_ws", "_split", "_chunk", "_N", "1"], "_split", 1, "_x2"),
-               "    " + call(["_ws", "_M", "_split", "_split", "1", "1", "0", "1", "0"],
-                             ["_ws", "_split", "_chunk", "_N", "_N"], "1", 2, "False"),
+               "    " + call(view, ["_ws", "_tickets(dev, _grid)", "_split", "_chunk", "_N", "1"], "_split", 1,
+                             "_x2"),
                f"elif _M: {whole}"]
     return launch
 
