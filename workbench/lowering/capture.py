@@ -105,6 +105,41 @@ def _combinations(x: torch.Tensor, r: int = 2, with_replacement: bool = False) -
     return x[idx]
 
 
+def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
+              reduction: Any = "mean", zero_infinity: bool = False) -> torch.Tensor:
+    """F.ctc_loss / torch.ctc_loss: ATen's `_ctc_loss` returns log_alpha sized by max(target_lengths) (a value), so
+    the loss is ctc.py's `workbench::ctc_nll` (nll per element, one Triton kernel) plus ATen's ctc_loss_impl
+    around it: zero_infinity, then the mean over elements of nll / max(target_length, 1), or the sum."""
+    from workbench.lowering import ctc  # noqa: F401 - defines torch.ops.workbench.ctc_nll and its primitive
+
+    if isinstance(reduction, int):
+        reduction = _REDUCTIONS[reduction]
+    batched = log_probs.dim() == 3
+    if not batched:
+        log_probs, targets = log_probs.unsqueeze(1), targets.reshape(1, -1)
+    dev = log_probs.device
+
+    def lengths(x: Any) -> torch.Tensor:
+        if isinstance(x, torch.Tensor):
+            return x.to(torch.int64).reshape(-1)
+        return torch.tensor([x] if isinstance(x, int) else list(x), dtype=torch.int64, device=dev)
+
+    il, tl_ = lengths(input_lengths), lengths(target_lengths)
+    if targets.dim() == 2:
+        targets = targets.contiguous()
+        offsets = torch.arange(targets.shape[0], device=dev) * targets.shape[1]
+    else:
+        offsets = torch.cumsum(tl_, 0) - tl_
+    nll = torch.ops.workbench.ctc_nll(log_probs, targets, offsets, il, tl_, blank)
+    if zero_infinity:
+        nll = torch.where(nll == float("inf"), torch.zeros_like(nll), nll)
+    if reduction == "mean":
+        return (nll / tl_.clamp_min(1).to(nll.dtype)).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll if batched else nll.reshape([])
+
+
 def _bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
     out = dict(zip(names, args))
     out.update(kwargs)
@@ -131,6 +166,8 @@ class _CaptureOverrides(TorchFunctionMode):
             a = _bound(args, kwargs, ("input", "dim", "start", "length"))
             if isinstance(a.get("start"), torch.Tensor):
                 return _narrow(a["input"], a["dim"], a["start"], a["length"])
+        if func in (torch.ctc_loss, torch.nn.functional.ctc_loss):
+            return _ctc_loss(*args, **kwargs)
         if func is torch.combinations:
             return _combinations(*args, **kwargs)
         if func in (torch.tensor_split, torch.Tensor.tensor_split) and self.split_values is not None:
