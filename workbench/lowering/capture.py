@@ -140,6 +140,32 @@ def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: Any
     return nll if batched else nll.reshape([])
 
 
+def _lstsq(A: torch.Tensor, B: torch.Tensor, rcond: float | None = None, *, driver: str | None = None) -> Any:
+    """torch.linalg.lstsq as the minimum-norm least-squares solution pinv(A) B (what gelsd / gelss compute for any
+    rank, and gels / gelsy for a full-rank A), over linalg_jacobi's SVD kernels: ATen sizes `residuals` by a value
+    (computed only where m > n, the driver is not gelsy and, for gelss / gelsd, every rank is n, read with
+    `.item()`). Here the residuals are sum((A X - B)^2) over the rows where m > n and the driver is not gelsy, so a
+    rank-deficient A with m > n under gelss / gelsd, whose ATen residuals are empty, is not matched. rank (gelsy,
+    gelss, gelsd) counts singular values above rcond * s_max (rcond: eps * max(m, n) when None, as LAPACK's
+    default), singular_values are gelss / gelsd's; what a driver does not compute is empty, as in ATen."""
+    driver = driver or ("gels" if A.device.type == "cuda" else "gelsy")
+    m, n = A.shape[-2], A.shape[-1]
+    vector = B.dim() == A.dim() - 1
+    b = B.unsqueeze(-1) if vector else B
+    rtol = torch.finfo(A.dtype).eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    x = torch.linalg.pinv(A, rtol=rtol) @ b
+    if m > n and driver != "gelsy":
+        residuals = ((A @ x - b) ** 2).sum(-2)  # [*, 1] for a vector B too, as ATen
+    else:
+        residuals = A.new_empty((0,))
+    if driver == "gels":
+        rank = torch.empty((0,), dtype=torch.int64, device=A.device)
+    else:
+        rank = torch.linalg.matrix_rank(A, rtol=rtol)
+    sv = torch.linalg.svdvals(A) if driver in ("gelss", "gelsd") else A.new_empty((0,))
+    return torch.return_types.linalg_lstsq((x.squeeze(-1) if vector else x, residuals, rank, sv))
+
+
 def _bound(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:
     out = dict(zip(names, args))
     out.update(kwargs)
@@ -168,6 +194,8 @@ class _CaptureOverrides(TorchFunctionMode):
                 return _narrow(a["input"], a["dim"], a["start"], a["length"])
         if func in (torch.ctc_loss, torch.nn.functional.ctc_loss):
             return _ctc_loss(*args, **kwargs)
+        if func is torch.linalg.lstsq:
+            return _lstsq(*args, **kwargs)
         if func is torch.combinations:
             return _combinations(*args, **kwargs)
         if func in (torch.tensor_split, torch.Tensor.tensor_split) and self.split_values is not None:
