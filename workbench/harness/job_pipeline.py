@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from platforms.clock import device_clock
 from workbench.harness import graph_audit as _graph_audit
@@ -35,7 +35,18 @@ from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import ChildGone, Link, ProtocolError
 from workbench.harness.settings import HarnessSettings
 from workbench.harness.stager import RoundStager
-from workbench.harness.trusted_messages import CandidateJob, EvalRequest, JobResult, ReferenceJob
+from workbench.harness.trusted_messages import (
+    BaselineReady,
+    CandidateJob,
+    EvalRequest,
+    JobResult,
+    Prepared,
+    ReferenceFailure,
+    ReferenceJob,
+    Verdict,
+    WireError,
+    reference_reply,
+)
 
 
 class Server(Protocol):
@@ -164,6 +175,15 @@ class _End(Exception):
         self.status, self.error = status, error
 
 
+R = TypeVar("R", Prepared, BaselineReady, Verdict)
+
+
+def _malformed(exc: Exception) -> _End:
+    """A reply of the reference outside its type or its phase: the trusted side's fault, one line."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return _End("infra_error", f"the reference process sent a malformed reply: {line}")
+
+
 class _JobRun:
     """One job's state across its numbered steps (`run_steps`)."""
 
@@ -183,6 +203,14 @@ class _JobRun:
     def _seeds_of(self, kind: int) -> Any:
         return lambda k, r: {"stage": k, "seeds": self.server._seeds(kind, k, r)}
 
+    def _reply(self, kind: type[R]) -> R | ReferenceFailure:
+        """The reference's next reply, typed (`trusted_messages.reference_reply`): `kind`, or its failure in
+        its place. One outside its type or its phase ends the job as `infra_error` with one line."""
+        try:
+            return reference_reply(self.ref.recv(self.deadline_ref, expect=kind.KIND), kind)
+        except (ProtocolError, WireError, RecursionError) as exc:  # the link's parse of a line nested too deep
+            raise _malformed(exc) from None
+
     def prepare(self) -> None:
         srv, job, res = self.server, self.job, self.res
         self.ref.send(ReferenceJob(
@@ -190,31 +218,30 @@ class _JobRun:
             shapes=job.shapes, stage=str(self.stage), seed=srv.plan_seed,
             # judged outputs come back through a file this trusted process makes and holds open
             outbox_path=str(self.sandbox / _outbox.FILE_NAME) if srv.settings.outbox else None).to_wire())
-        msg = self.ref.recv(self.deadline_ref, expect="prepared")
-        prep = msg.get("prepared")
-        if prep is None:
-            if "bad_spec" in msg:
-                raise _End("bad_spec", msg["bad_spec"])
-            raise _End("bad_spec", "the spec's Model or inputs failed: " + msg.get("reference_error", "no report"))
+        prep = self._reply(Prepared)
+        if isinstance(prep, ReferenceFailure):
+            if prep.spec_error:
+                raise _End("bad_spec", prep.reference_error)
+            raise _End("bad_spec", "the spec's Model or inputs failed: " + prep.reference_error)
         self.prep = prep
-        self.dev_fd = self._device_outbox(prep.get("outbox"))
-        if (prep.get("outbox") or {}).get("device_error"):
-            res.outbox_device_error = prep["outbox"]["device_error"][:300]
-        res.plan = prep["plan"]
-        res.timing_basis = job.timing or prep.get("timing_basis", "device")
-        res.timings_s.update(prep.get("timings_s", {}))
-        self.timed = prep["timed"]
-        self.devgen = bool(prep.get("devgen"))
-        if prep.get("devgen_off"):
-            res.inputs_staged = str(prep["devgen_off"])[:200]  # why the host made them, not the GPU
+        self.dev_fd = self._device_outbox(prep.outbox)
+        if prep.outbox and prep.outbox.get("device_error"):
+            res.outbox_device_error = str(prep.outbox["device_error"])[:300]
+        res.plan = prep.plan
+        res.timing_basis = job.timing or prep.timing_basis
+        res.timings_s.update(prep.timings_s)
+        self.timed: int | None = prep.timed
+        self.devgen = prep.devgen
+        if prep.devgen_off:
+            res.inputs_staged = prep.devgen_off[:200]  # why the host made them, not the GPU
         # Device time by graph replay needs the inputs made on the device (both contenders alike).
         self.graphs = self.devgen and srv.device == "cuda" and srv.settings.device_time
         device_stage = int(srv.settings.device_stage_mb * 2**20)
-        self.slots = _rounds.device_slots(prep["set_bytes"], int(device_stage / 2)) if self.graphs else 0
+        self.slots = _rounds.device_slots(prep.set_bytes, int(device_stage / 2)) if self.graphs else 0
         if self.devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
-            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], device_stage)
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep.set_bytes, device_stage)
         else:
-            self.plan = _rounds.RoundPlan.for_device(srv.device, prep["set_bytes"], int(srv.settings.stage_mb * 2**20),
+            self.plan = _rounds.RoundPlan.for_device(srv.device, prep.set_bytes, int(srv.settings.stage_mb * 2**20),
                                                      int(srv.settings.stage_total_mb * 2**20))
 
     def _device_outbox(self, box: dict[str, Any] | None) -> int:
@@ -238,7 +265,7 @@ class _JobRun:
 
     def static_policy(self) -> None:
         if self.job.policy:
-            found = _policy.check_source(self.job.candidate_source, self.prep.get("allowed_imports", []))
+            found = _policy.check_source(self.job.candidate_source, self.prep.allowed_imports)
             if found:
                 self.res.violations = found
                 raise _End("rejected", "static policy: " + "; ".join(found[:6]))
@@ -253,9 +280,9 @@ class _JobRun:
             with device_clock(srv.device) as waited:  # the GPU's timed windows never overlap (clock.py)
                 t1 = time.perf_counter()
                 self.ref.send({"baseline": True})
-                ready = self.ref.recv(self.deadline_ref, expect="baseline_ready")
-                if "failure" in ready:
-                    raise _End("bad_spec", "the spec's Model failed: " + ready["reference_error"])
+                ready = self._reply(BaselineReady)
+                if isinstance(ready, ReferenceFailure):
+                    raise _End("bad_spec", "the spec's Model failed: " + ready.reference_error)
                 try:
                     null_s = _rounds.null_round(self.ref, self.deadline_ref)
                     seeds = self._seeds_of(2)
@@ -263,8 +290,12 @@ class _JobRun:
                                                 judge=False, record=False,
                                                 device_stage=seeds if self.graphs else None,
                                                 device_slots_n=self.slots)
-                except _rounds.RoundFailure as e:
-                    raise _End("bad_spec", "the spec's Model failed: " + e.msg.get("reference_error", "")) from e
+                except _rounds.RoundFailure as e:  # the reference's failure in place of a round's reply
+                    try:
+                        failed = ReferenceFailure.from_wire(e.msg)
+                    except WireError as exc:
+                        raise _malformed(exc) from None
+                    raise _End("bad_spec", "the spec's Model failed: " + failed.reference_error) from e
                 res.timings_s["baseline_timing"] = time.perf_counter() - t1
             res.timings_s["clock_wait"] = res.timings_s.get("clock_wait", 0.0) + waited
             stats.pop("phases_s", None)
@@ -279,13 +310,13 @@ class _JobRun:
         srv, res, prep, plan, cand = self.server, self.res, self.prep, self.plan, self.cand
         # Its memory limit counts what it allocates itself: what the harness stages into its process (a
         # round's R sets, a trial set, their device copies' host side) comes on top.
-        box = prep.get("outbox")
+        box = prep.outbox
         judge_total = int(box["timed_slots"]) if box else \
-            int(max(3, min(1000, srv.settings.judge_mb * 2**20 // max(1, prep["set_bytes"]))))
+            int(max(3, min(1000, srv.settings.judge_mb * 2**20 // max(1, prep.set_bytes))))
         # Inputs made on the device stage nothing through host memory, but every saved output passes
         # through it (a GB output on the H200 killed honest drafts at 8 GiB): two outputs' worth on top.
-        allowance = 2 * prep["set_bytes"] if self.devgen and srv.device == "cuda" else \
-            2 * prep["set_bytes"] * (plan.r_max + 2)
+        allowance = 2 * prep.set_bytes if self.devgen and srv.device == "cuda" else \
+            2 * prep.set_bytes * (plan.r_max + 2)
         if cand.rss_limit:  # resident memory plus its writable tmpfs stay within the limit
             cand.rss_limit += allowance - srv.settings.sandbox_mb * 2**20
         # The sandbox's bound for this job: the outbox the reference laid out, as much again for outputs of
@@ -294,7 +325,7 @@ class _JobRun:
         if box:
             judged_mb = 2 * int((box.get("layout") or {}).get("total", 0)) / 2**20
         else:
-            judged_mb = (len(prep["shapes"]) * self.job.trials + judge_total) * prep["set_bytes"] / 2**20
+            judged_mb = (len(prep.shapes) * self.job.trials + judge_total) * prep.set_bytes / 2**20
         size_mb = int(judged_mb + srv.settings.sandbox_mb + 1)
         if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
             log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
@@ -302,15 +333,15 @@ class _JobRun:
         cand_job = CandidateJob(
             device=srv.device, sandbox=str(self.sandbox), stage=str(self.stage),
             uid=srv.uid_lease.uid if srv.uid_lease else os.getuid(), spec_path=self.job.spec_path,
-            shapes=prep["shapes"], timed=self.timed, sig=prep["sig"], allowed_ops=prep["allowed_ops"],
-            devgen=self.devgen, allowed_imports=list(prep.get("allowed_imports", [])),
-            allow_tf32=bool(prep.get("allow_tf32")), overrides=self.job.overrides or {}, outbox=box,
+            shapes=prep.shapes, timed=self.timed, sig=prep.sig, allowed_ops=prep.allowed_ops,
+            devgen=self.devgen, allowed_imports=list(prep.allowed_imports),
+            allow_tf32=prep.allow_tf32, overrides=self.job.overrides or {}, outbox=box,
             # its writable tmpfs is host memory too: taken from what it may allocate
             mem_limit_gb=max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024) + allowance / 2**30)
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
-        staged_bytes = prep["set_bytes"] * (1 + plan.r_max * (plan.rounds + 2))
+        staged_bytes = prep.set_bytes * (1 + plan.r_max * (plan.rounds + 2))
         stager = RoundStager(srv, self.ref, self.stage, pending, self.deadline_ref,
                              staged_bytes <= _input_cache_bytes(srv.settings))
         if self.dev_fd >= 0:  # before its job: the candidate maps the memory first thing, still root
@@ -390,7 +421,7 @@ class _JobRun:
         if names is None:
             return None
         allowed = _graph_audit.triton_kernels_in(self.job.candidate_source)
-        for mod in self.prep.get("allowed_imports", []):
+        for mod in self.prep.allowed_imports:
             allowed |= _trusted_kernels(str(mod))
         found, unknown = _graph_audit.audit(names, allowed)
         if found:
@@ -423,23 +454,27 @@ class _JobRun:
         timed_pairs = [(k, i, self.server._seeds(1, k, i + 1)[i], self._sample_seed(k, i)) for k, i in self.saved]
         self.ref.send({"judge": {"sandbox": str(self.sandbox), "timed": timed_pairs}})
         try:
-            vmsg = self.ref.recv(self.deadline_ref, expect="verdict")
+            vmsg = self.ref.recv(self.deadline_ref, expect=Verdict.KIND)
         except (ProtocolError, ChildGone) as exc:  # the judge died on what the candidate left
             raise _End("incorrect", f"the judge could not read the candidate's outputs ({exc})") from exc
-        if "failure" in vmsg:
+        except RecursionError as exc:  # the link's parse of a line nested too deep
+            raise _malformed(exc) from None
+        try:  # the reference bounds its verdict (`Verdict.bounded`): one outside its type is the server's fault
+            verdict = reference_reply(vmsg, Verdict)
+        except WireError as exc:
+            raise _malformed(exc) from None
+        if isinstance(verdict, ReferenceFailure):
             # The reference ran the same Model on the same inputs in `prepare` and the baseline: what breaks
             # it now is what the candidate left behind, so it is the candidate's failure, never `bad_spec`.
-            raise _End("incorrect", "the judge failed on the candidate's outputs: "
-                       + str(vmsg.get("reference_error", ""))[:2000])
-        verdict = vmsg["verdict"]
+            raise _End("incorrect", "the judge failed on the candidate's outputs: " + verdict.reference_error[:2000])
         self.res.timings_s["judge"] = time.perf_counter() - t3
-        self.res.judged = verdict.get("read")
-        self.res.max_abs_err = verdict.get("max_abs_err")
-        self.res.max_rel_err = verdict.get("max_rel_err")
-        if isinstance(verdict.get("referee"), dict):  # the reference's fp64 check of a mismatch: information
-            self.res.referee = verdict["referee"]
-        if not verdict["correct"]:
-            raise _End("incorrect", "output mismatch: " + "\n".join(verdict["problems"][:8]))
+        self.res.judged = verdict.read
+        self.res.max_abs_err = verdict.max_abs_err
+        self.res.max_rel_err = verdict.max_rel_err
+        if verdict.referee is not None:  # the reference's fp64 check of a mismatch: information
+            self.res.referee = verdict.referee
+        if not verdict.correct:
+            raise _End("incorrect", "output mismatch: " + "\n".join(verdict.problems[:8]))
 
 
 def _trusted_kernels(module: str) -> set[str]:

@@ -30,7 +30,14 @@ from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
 from workbench.harness.referee import fp64_referee
 from workbench.harness.settings import HarnessSettings
-from workbench.harness.trusted_messages import ReferenceJob
+from workbench.harness.trusted_messages import (
+    BaselineReady,
+    Prepared,
+    ReferenceFailure,
+    ReferenceJob,
+    RoundMade,
+    Verdict,
+)
 from workbench.spec import SpecError, load_spec, positional_signature
 
 
@@ -80,7 +87,7 @@ class _Reference:
         self.device_error = ""  # why the GPU outbox is a file (the result says)
         self.trial_samples: list[int | None] = []
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self) -> Prepared:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
         shapes = []
         set_bytes = 0
@@ -110,12 +117,13 @@ class _Reference:
             os.chmod(p, 0o644)
         outbox = self._make_outbox()
         sig = {m: list(positional_signature(getattr(self.spec.module.Model, m))) for m in ("__init__", "forward")}
-        return {"shapes": shapes, "timed": self.timed, "set_bytes": set_bytes, "sig": sig, "devgen": devgen,
-                "devgen_off": self.devgen_off,
-                "allow_tf32": self.spec.allow_tf32, "timing_basis": str(getattr(self.spec.module, "TIMING", "device")),
-                "allowed_ops": list(self.spec.allowed_ops), "allowed_imports": list(self.spec.allowed_imports),
-                "plan": {"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape},
-                "outbox": outbox}
+        return Prepared(shapes=shapes, timed=self.timed, set_bytes=set_bytes, sig=sig, devgen=devgen,
+                        devgen_off=self.devgen_off, allow_tf32=bool(self.spec.allow_tf32),
+                        timing_basis=str(getattr(self.spec.module, "TIMING", "device")),
+                        allowed_ops=[str(x) for x in self.spec.allowed_ops],
+                        allowed_imports=[str(x) for x in self.spec.allowed_imports],
+                        plan={"shapes": [n for n, _ in self.plan.shapes], "timed": self.plan.timed_shape},
+                        outbox=outbox)
 
     def _make_outbox(self) -> dict[str, Any] | None:
         """The job's outbox (`outbox.py`), laid out from one reference forward per shape: None (outputs then
@@ -253,8 +261,9 @@ class _Reference:
         os.chmod(where / name, 0o644)
         return name
 
-    def judge(self, sandbox: Path, timed: list[tuple[int, int, int, int]]) -> dict[str, Any]:
-        """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs."""
+    def judge(self, sandbox: Path, timed: list[tuple[int, int, int, int]]) -> Verdict:
+        """Compare the candidate's saved outputs (it is dead by now) with the reference's, on the same inputs:
+        the verdict bounded as its type is checked (`Verdict.bounded`), whatever the candidate left."""
         out: dict[str, Any] = {"correct": True, "problems": [], "max_abs_err": 0.0, "max_rel_err": 0.0}
         # inputs or a timed set's seed, the outbox slot, the seed of a sampled slot's positions
         todo: list[tuple[int, str, str, Any, int, int | None]] = []
@@ -287,8 +296,8 @@ class _Reference:
                 out["correct"] = False
                 out["problems"].append(f"{where}: output refused ({type(exc).__name__}: {str(exc)[:200]})")
         read["way"] = self.arena.way() if self.arena is not None else "files"  # device memory or the file
-        out["read"] = read
-        return out
+        return Verdict.bounded(out["correct"], out["problems"], out["max_abs_err"], out["max_rel_err"], read=read,
+                               referee=out.get("referee"))
 
     def _judge_one(self, out: dict[str, Any], read: dict[str, int], where: str, fname: str, slot: int,
                    sample: int | None, ref: list[Any], sandbox: Path) -> None:
@@ -382,14 +391,13 @@ def run_reference(job: ReferenceJob, chan: Channel, settings: HarnessSettings, s
             torch.zeros(1, device="cuda")
         prepared = ref.prepare()
         _release_cache(ref.device)
-        prepared["timings_s"] = {"reference_prepare": time.perf_counter() - t0}
-        chan.send({"prepared": prepared})
+        prepared.timings_s = {"reference_prepare": time.perf_counter() - t0}
+        chan.send(prepared.to_wire())
     except SpecError as exc:
-        chan.send({"prepared": None, "bad_spec": str(exc)})
+        chan.send(ReferenceFailure.bounded(str(exc), spec_error=True).to_wire())
         return
     except BaseException as exc:  # noqa: BLE001 - the spec's own code failed: the spec is at fault
-        chan.send({"prepared": None, "reference_error": f"{type(exc).__name__}: {exc}\n"
-                                                        f"{tail(traceback.format_exc())}"})
+        chan.send(_failure(exc))
         return
     while True:
         try:
@@ -398,19 +406,23 @@ def run_reference(job: ReferenceJob, chan: Channel, settings: HarnessSettings, s
             return
         try:
             if "baseline" in cmd:
-                chan.send({"baseline_ready": True})
+                chan.send(BaselineReady().to_wire())
                 ref.baseline(chan)
                 _release_cache(ref.device)
             elif "make_round" in cmd:
                 where = Path(cmd.get("dir") or ref.stage)
-                chan.send({"made": cmd["make_round"], "file": ref.make_round(cmd["make_round"], cmd["seeds"], where,
-                                                                             bool(cmd.get("cache")))})
+                name = ref.make_round(cmd["make_round"], cmd["seeds"], where, bool(cmd.get("cache")))
+                chan.send(RoundMade(made=cmd["make_round"], file=name).to_wire())
             elif "judge" in cmd:
                 verdict = ref.judge(Path(cmd["judge"]["sandbox"]), [tuple(x) for x in cmd["judge"]["timed"]])
-                chan.send({"verdict": verdict})
+                chan.send(verdict.to_wire())
                 return
         except BaseException as exc:  # noqa: BLE001 - reported; the server turns it into bad_spec
-            chan.send({"failure": True, "reference_error": f"{type(exc).__name__}: {exc}\n"
-                                                           f"{tail(traceback.format_exc())}"})
+            chan.send(_failure(exc))
             return
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    """The reference's failure as its reply (`ReferenceFailure`), bounded: its error and the traceback's tail."""
+    return ReferenceFailure.bounded(f"{type(exc).__name__}: {exc}\n{tail(traceback.format_exc())}").to_wire()
 

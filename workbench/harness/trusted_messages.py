@@ -3,7 +3,9 @@
 `messages.py` types what a hostile candidate may say; this module types what the trusted side says: the
 client's request to the server (`EvalRequest`), the server's result to the client (`JobResult`), and the
 job the server hands each forked child before it runs anything of the job (`ReferenceJob` for the reference
-process, `CandidateJob` for the candidate's, sent before any candidate code exists). Each is encoded as one
+process, `CandidateJob` for the candidate's, sent before any candidate code exists), and the reference
+process's replies to the server (`Prepared`, `BaselineReady`, `RoundMade`, `Verdict`, or `ReferenceFailure`
+in place of any, decoded by `reference_reply` for the phase the server is in). Each is encoded as one
 JSON object (`to_wire`) and decoded by `from_wire`, which checks every field's type and bound and refuses a
 key it does not know, so a reader follows a job across processes by attribute, never by string key. The
 nested summaries (a timing's statistics, a judge's counts, an outbox's layout) stay mappings, bounded in size
@@ -84,6 +86,18 @@ def _seconds(v: Any) -> dict[str, float]:
     return out
 
 
+def _natural(v: Any) -> int:
+    if type(v) is not int or v < 0:
+        raise WireError(f"expected an integer of at least 0, got {type(v).__name__}")
+    return v
+
+
+def _true(v: Any) -> bool:
+    if v is not True:
+        raise WireError(f"expected true, got {type(v).__name__}")
+    return True
+
+
 def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda v: None if v is None else check(v)
 
@@ -96,6 +110,7 @@ class _Wire:
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {}
     _IGNORED: ClassVar[frozenset[str]] = frozenset({"n"})  # the channel's nonce rides along
+    _ALL_REQUIRED: ClassVar[bool] = False  # a field left out is a `WireError` even where it has a default
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
@@ -117,7 +132,7 @@ class _Wire:
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         extra = set(msg) - names - cls._IGNORED
         required = {f.name for f in fields(cls)  # type: ignore[arg-type]
-                    if f.default is MISSING and f.default_factory is MISSING}
+                    if cls._ALL_REQUIRED or (f.default is MISSING and f.default_factory is MISSING)}
         if extra or required - set(msg):
             raise WireError(f"{cls.__name__}: unexpected keys {sorted(extra)[:4]}, "
                             f"missing {sorted(required - set(msg))}")
@@ -232,4 +247,141 @@ class JobResult(_Wire):
         "timing_basis": _text}
 
 
-__all__ = ["CandidateJob", "EvalRequest", "JobResult", "ReferenceJob", "WireError"]
+# -- the reference process's replies to the server (`reference_proc` -> `job_pipeline`) ---------------------
+# One flat JSON object each, named by its kind's key (`KIND`, a field whose value is fixed), which the
+# server's link waits for (`Link.recv(expect=KIND)`); every field is required, an unknown one refused, so a
+# reply of another kind (out of phase) or a forged one is a `WireError`, never a mapping read by key.
+
+
+class _Reply(_Wire):
+    KIND: ClassVar[str] = ""
+    _ALL_REQUIRED: ClassVar[bool] = True
+
+
+@dataclass
+class Prepared(_Reply):
+    """The job as the reference prepared it (`run_reference` -> `_JobRun.prepare`): the shapes it staged,
+    the timed one, what the candidate's job is built from, and the outbox it laid out."""
+
+    KIND: ClassVar[str] = "prepared"
+
+    shapes: list[dict[str, Any]]    # per shape: name, init file, trial files (or seeds), model seed, overrides
+    timed: int                      # the index of the timed shape
+    set_bytes: int                  # one input set of the timed shape, in bytes
+    sig: dict[str, Any]             # Model's positional signatures
+    plan: dict[str, Any]            # the shapes' names and the timed one (the result's `plan`)
+    devgen: bool = False            # inputs made on the device from seeds
+    devgen_off: str = ""            # why they are staged instead, where they are
+    allow_tf32: bool = False
+    timing_basis: str = "device"    # the spec's TIMING
+    allowed_ops: list[str] = field(default_factory=list)
+    allowed_imports: list[str] = field(default_factory=list)
+    outbox: dict[str, Any] | None = None  # the outbox's layout (`outbox.Layout`), None: outputs as files
+    timings_s: dict[str, float] = field(default_factory=dict)
+    prepared: bool = True
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "shapes": _LIST, "timed": _natural, "set_bytes": _natural, "sig": _DICT, "plan": _DICT, "devgen": _bool,
+        "devgen_off": _text, "allow_tf32": _bool, "timing_basis": _text, "allowed_ops": _names,
+        "allowed_imports": _names, "outbox": _optional(_DICT), "timings_s": _seconds, "prepared": _true}
+
+
+@dataclass
+class BaselineReady(_Reply):
+    """The reference took the baseline's command and serves its rounds (`rounds.serve`) next."""
+
+    KIND: ClassVar[str] = "baseline_ready"
+
+    baseline_ready: bool = True
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {"baseline_ready": _true}
+
+
+@dataclass
+class RoundMade(_Reply):
+    """Round `made`'s sets written into the pending directory as `file` (read by the round stager)."""
+
+    KIND: ClassVar[str] = "made"
+
+    made: int
+    file: str
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {"made": _natural, "file": _text}
+
+
+MAX_PROBLEMS = 256        # problems a verdict lists (the result shows the first 8)
+MAX_PROBLEM = 2000        # characters of one
+
+
+@dataclass
+class Verdict(_Reply):
+    """The judge's verdict on the candidate's outputs (`_Reference.judge` -> `_JobRun.judge`). Its problems
+    are made from what the candidate left, so `bounded` clips them where they are made: however many
+    outputs mismatch, the verdict stays within its type (an oversized one would be the server's
+    `infra_error`, not the candidate's `incorrect`)."""
+
+    KIND: ClassVar[str] = "verdict"
+
+    correct: bool
+    problems: list[str]
+    max_abs_err: float
+    max_rel_err: float
+    read: dict[str, Any] | None = None     # where the judge read the outputs: outbox slots or files
+    referee: dict[str, Any] | None = None  # the first mismatch's fp64 referee
+    verdict: bool = True
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "correct": _bool, "problems": _names, "max_abs_err": _number, "max_rel_err": _number,
+        "read": _optional(_DICT), "referee": _optional(_DICT), "verdict": _true}
+
+    @classmethod
+    def bounded(cls, correct: bool, problems: list[str], max_abs_err: float, max_rel_err: float,
+                read: dict[str, Any] | None = None, referee: dict[str, Any] | None = None) -> Verdict:
+        shown = [str(p)[:MAX_PROBLEM] for p in problems[:MAX_PROBLEMS]]
+        if len(problems) > MAX_PROBLEMS:
+            shown[-1] = f"... and {len(problems) - MAX_PROBLEMS + 1} more problems"
+        return cls(correct=bool(correct), problems=shown, max_abs_err=float(max_abs_err),
+                   max_rel_err=float(max_rel_err), read=read, referee=referee)
+
+
+MAX_ERROR = 8000          # characters of the reference's own error
+
+
+@dataclass
+class ReferenceFailure(_Reply):
+    """The reference failed (the spec's code, or the judge on what the candidate left): in place of any
+    reply. `spec_error`: the spec itself was refused while loading (its text is the whole diagnosis)."""
+
+    KIND: ClassVar[str] = "failure"
+
+    reference_error: str
+    spec_error: bool = False
+    failure: bool = True
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "reference_error": _text, "spec_error": _bool, "failure": _true}
+
+    @classmethod
+    def bounded(cls, text: str, spec_error: bool = False) -> ReferenceFailure:
+        return cls(reference_error=text if len(text) <= MAX_ERROR else "..." + text[-(MAX_ERROR - 3):],
+                   spec_error=spec_error)
+
+
+R = TypeVar("R", bound=_Reply)
+
+
+def reference_reply(msg: Any, expect: type[R]) -> R | ReferenceFailure:
+    """One reply of the reference process where the protocol waits for `expect`: that kind, or the
+    reference's `ReferenceFailure` in its place. Anything else (another kind: out of its phase; a field
+    missing, unknown or outside its type; a line over its bound) is a `WireError`."""
+    try:
+        msg = json_object(msg, MAX_LINE)
+    except NotAnObject as exc:
+        raise WireError(f"{expect.__name__}: {exc}") from exc
+    if ReferenceFailure.KIND in msg:
+        return ReferenceFailure.from_wire(msg)
+    return expect.from_wire(msg)
+
+
+__all__ = ["BaselineReady", "CandidateJob", "EvalRequest", "JobResult", "Prepared", "ReferenceFailure",
+           "ReferenceJob", "RoundMade", "Verdict", "WireError", "reference_reply"]
