@@ -4,9 +4,13 @@ The dim is moved last and x viewed as [M, N]; both kernels run a program per (ro
 the row in MODE_BLOCK tiles, so a row is never held whole (OpInfo's reach 3000).
 1. `_freq`: how many elements of the row equal each element;
 2. `_pick`: element i is the mode when no j beats it, j beating i when it is more frequent, or as frequent and
-   smaller, or the same value at a later index. That is PyTorch's CPU choice: its loop over the sorted row
-   keeps the first (smallest) value of the highest count, and the index of the last of its equal elements (the
-   sort is insertion sort below 16 elements, so stable; above, the index among equal values is the sort's).
+   smaller, or the same value at a later index (rows of at most 2048 elements) or an earlier one (longer rows).
+   The value is PyTorch's on every device: its loop over the sorted row keeps the first (smallest) value of the
+   highest count. Which of the mode's equal elements the index names is the implementation's: CUDA's is the
+   largest index for rows of up to 2048 elements (its fused kernel, a bitonic sort in shared memory) and the
+   smallest above (measured on an H100, torch 2.11, fp32/fp16/bf16 rows of 1025 to 4097 elements), the rule
+   here; the CPU's is the last of the equal run its std::sort leaves, stable (so the largest index) only below
+   16 elements, an order no kernel reproduces (OpInfo's 3000-element fp16 and bf16 rows differ there).
 O(N^2) compares per row, as the pull forms here do: no sort, no atomics, one writer per row.
 """
 from __future__ import annotations
@@ -20,6 +24,7 @@ from workbench.lowering.primitives import Primitive, register, register_tunables
 
 TUNABLES = ("MODE_BLOCK", "NUM_WARPS")
 register_tunables({"MODE_BLOCK": ([16, 32, 64, 128], 64)})
+CUDA_FUSED_MAX = 2048  # rows up to this long: the largest index of equal mode values, as CUDA; longer: the smallest
 
 SRC = '''@triton.jit
 def __KNAME___freq(x_ptr, f_ptr, N, MODE_BLOCK: tl.constexpr):
@@ -37,7 +42,7 @@ def __KNAME___freq(x_ptr, f_ptr, N, MODE_BLOCK: tl.constexpr):
 
 
 @triton.jit
-def __KNAME___pick(x_ptr, f_ptr, vals_ptr, idx_ptr, N, MODE_BLOCK: tl.constexpr):
+def __KNAME___pick(x_ptr, f_ptr, vals_ptr, idx_ptr, N, MODE_BLOCK: tl.constexpr, FIRST: tl.constexpr):
     """The element of the row that no other beats: its value and index."""
     row = tl.program_id(0).to(tl.int64)
     i = tl.program_id(1) * MODE_BLOCK + tl.arange(0, MODE_BLOCK)
@@ -51,8 +56,12 @@ def __KNAME___pick(x_ptr, f_ptr, vals_ptr, idx_ptr, N, MODE_BLOCK: tl.constexpr)
         jm = j < N
         b = tl.load(x_ptr + row * N + j, mask=jm, other=0)__WIDEN__
         fb = tl.load(f_ptr + row * N + j, mask=jm, other=0)
+        if FIRST:  # of equal values, the first index wins
+            later = j[None, :] < i[:, None]
+        else:
+            later = j[None, :] > i[:, None]
         beats = (fb[None, :] > fa[:, None]) | ((fb[None, :] == fa[:, None]) & (
-            (b[None, :] < aw[:, None]) | ((b[None, :] == aw[:, None]) & (j[None, :] > i[:, None]))))
+            (b[None, :] < aw[:, None]) | ((b[None, :] == aw[:, None]) & later)))
         beaten = beaten | tl.max((beats & jm[None, :]).to(tl.int32), axis=1)
     win = im & (beaten == 0)
     tl.store(vals_ptr + row + i * 0, a, mask=win)
@@ -78,7 +87,8 @@ def mode_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
               "_i = torch.empty([_M], dtype=torch.int64, device=dev)",
               "_grid = (_M, triton.cdiv(_N, MODE_BLOCK))",
               "if _M and _N: __KNAME___freq[_grid](_x, _f, _N, MODE_BLOCK=MODE_BLOCK, num_warps=NUM_WARPS)",
-              "if _M and _N: __KNAME___pick[_grid](_x, _f, _v, _i, _N, MODE_BLOCK=MODE_BLOCK, num_warps=NUM_WARPS)"]
+              "if _M and _N: __KNAME___pick[_grid](_x, _f, _v, _i, _N, MODE_BLOCK=MODE_BLOCK, "
+              f"FIRST=_N > {CUDA_FUSED_MAX}, num_warps=NUM_WARPS)"]
     back = f".unsqueeze({dim})" if keepdim and r else ""
     launch += [f"{v}_0 = _v.reshape(_xp.shape[:-1]){back}", f"{v}_1 = _i.reshape(_xp.shape[:-1]){back}"]
     return SRC.replace("__WIDEN__", widen), launch, set()
