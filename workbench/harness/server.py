@@ -19,12 +19,13 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platforms.clock import device_memory, out_of_memory
+from platforms.clock import device_memory, memory_lock_path, out_of_memory
 from workbench.harness import policy as _policy
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel, Link
@@ -39,6 +40,70 @@ def _describe_exit(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
     return f"exited with code {os.WEXITSTATUS(status)}"
+
+
+def flock_holders(ino: int) -> list[int]:
+    """The processes holding an `flock` on the file of inode `ino` (waiters left out), from the kernel's table
+    of file locks (`/proc/locks`: `1: FLOCK  ADVISORY  READ 4242 fe:00:2146660 0 EOF`); empty where the
+    table cannot be read."""
+    try:
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        f = line.split()
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5].rsplit(":", 1)[-1] == str(ino):  # "->": a waiter
+            try:
+                found.append(int(f[4]))
+            except ValueError:
+                continue
+    return found
+
+
+class MemoryNeighbours:
+    """Whether another process held the device's memory lock (`platforms.clock.device_memory`) while this
+    one held it for a job: what this trusted process itself sees in the kernel's table of file locks, when
+    it enters (the lock already held), every `every` seconds while the job runs (a thread that only reads
+    the table) and when it leaves (before the lock is let go). `seen`: another holder was there at one of
+    those times. `readable`: the table showed this process's own hold; where it does not (no /proc, no lock
+    file: the CPU), nothing is seen. Whatever a candidate writes decides neither."""
+
+    def __init__(self, path: Path, every: float = 0.2) -> None:
+        self.path, self.every = path, every
+        self.seen = self.readable = False
+        self._ino = -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> MemoryNeighbours:
+        try:
+            self._ino = os.stat(self.path).st_ino
+        except OSError:
+            return self
+        self.readable = os.getpid() in self._look()
+        if self.readable:
+            self._thread = threading.Thread(target=self._watch, name="memory-neighbours", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._look()
+
+    def _watch(self) -> None:
+        while not self.seen and not self._stop.wait(self.every):
+            self._look()
+
+    def _look(self) -> list[int]:
+        holders = flock_holders(self._ino)
+        me = os.getpid()
+        if any(pid != me for pid in holders):
+            self.seen = True
+        return holders
 
 
 @dataclass
@@ -274,10 +339,18 @@ class Server:
     def run_job_on_device(self, job: EvalRequest) -> JobResult:
         """`run_job` holding the GPU's memory lock shared (`platforms.clock`); once more, holding it exclusive,
         when the job ran out of device memory beside other jobs (two published-size KernelBench problems
-        need more than an H100 holds). Both runs are whole evaluations, judged alike."""
-        with device_memory(self.device) as waited:
+        need more than an H100 holds). Both runs are whole evaluations, judged alike.
+
+        Beside other jobs is what this server saw (`MemoryNeighbours`: another process held the memory lock
+        while this job did), never what the job's error says: the words "out of memory" can be the
+        candidate's own report, so a candidate that ran alone and claims them gets no second draw."""
+        with device_memory(self.device) as waited, MemoryNeighbours(memory_lock_path(self.device)) as beside:
             res = self.run_job(job)
-        if self.device == "cuda" and res.status != "passed" and out_of_memory(res.error):
+        oom = self.device == "cuda" and res.status != "passed" and out_of_memory(res.error)
+        if oom and not beside.seen:
+            log.warning("job failed out of GPU memory with no other job holding device memory (%s): no second run",
+                        "none seen" if beside.readable else "the lock table does not show this server's hold")
+        elif oom:
             first = res.error
             log.warning("job ran out of GPU memory beside others: running it again alone")
             self.ensure_spares()
