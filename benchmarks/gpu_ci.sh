@@ -19,5 +19,6 @@ export PIP_NO_INDEX=1 PYTHONUNBUFFERED=1 WB_GPU_CI_TIMES=$OUT/paths.jsonl WB_GPU
   python3 -c "import torch, triton, sys; print('torch', torch.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
   python3 -c "import ray; print('ray', ray.__version__)" 2>&1 | tail -1
   date -u; nproc; } > "$OUT/provenance.txt" 2>&1
-make test-gpu PYTHON="$(command -v python3)" GPU_TESTS="${*:-tests}" GPU_TEST_ARGS="${GPU_TEST_ARGS:--v}" 2>&1 \
+# -q (the Makefile's) and -v cancel: -vv names each test in the log; --timeout fails a hung test alone
+make test-gpu PYTHON="$(command -v python3)" GPU_TESTS="${*:-tests}" GPU_TEST_ARGS="${GPU_TEST_ARGS:--vv --timeout=300}" 2>&1 \
   | tee "$OUT/test_gpu.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|error" | tail -60
