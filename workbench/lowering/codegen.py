@@ -96,6 +96,19 @@ def _coalesce(shape, *ts):
             [tuple(g[1][k] for g in groups) + (0,) * pad for k in range(len(ts))])
 
 
+def _swizzle(sizes, strides, block):
+    """(rows, whether a pointwise kernel's programs walk its dim 0 fastest) for coalesced `sizes` and each
+    operand's `strides` (`_coalesce`): when an operand broadcast along dim 0 holds 2**20 elements or more of its
+    own (L2 cannot keep it from one row to the next) and a row is a whole number of blocks; (1, False) else."""
+    n0, rest = sizes[0], _numel(sizes[1:])
+    if n0 < 2 or rest % block:
+        return 1, False
+    for st in strides:
+        if st[0] == 0 and _numel([s for s, t in zip(sizes[1:], st[1:]) if t]) >= 2 ** 20:
+            return n0, True
+    return 1, False
+
+
 def _red_views(k, *xps):
     """Several tensors of one shape (reduced dims last, k kept dims first; a reduction's prologue inputs, broadcast)
     as [M, N] with one grouping of their dims shared by all: (M, N, N2, N in two groups?, M2, M in two groups?,

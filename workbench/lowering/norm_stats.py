@@ -113,7 +113,74 @@ def fold_stats(graph: fx.Graph) -> None:
             var.meta["wb_siblings"] = [s]
             s.meta["wb_paired"] = True
             break
+    pair_row_reductions(graph)
     stats = {n for n in graph.nodes if n.meta.get("wb_siblings")}
     stats |= {s for n in stats for s in n.meta["wb_siblings"]}
     if stats:
         _hoist_epilogue(graph, stats)
+
+
+_CO_KINDS = ("sum", "mean")
+
+
+def _co_key(red: fx.Node):  # noqa: ANN202
+    """What two reductions must share to be one kernel's accumulators: the input's shape and dtype, the dims."""
+    from workbench.lowering.graph import shape_key
+
+    if red.op != "call_function" or packet(red) not in _CO_KINDS or red.meta.get("wb_siblings") \
+            or red.meta.get("wb_paired") or red.meta.get("wb_lse") or _dims(red) is None:
+        return None
+    x = red.args[0]
+    if not val(x).dtype.is_floating_point or val(red).dtype != val(x).dtype:
+        return None
+    return shape_key(x), str(val(x).dtype), tuple(_dims(red)[0]), _dims(red)[1], str(val(red).dtype)
+
+
+def _ancestors(node: fx.Node, stop: int, order: dict[fx.Node, int]) -> set[fx.Node]:
+    """The nodes `node` depends on, down to graph position `stop`."""
+    seen: set[fx.Node] = set()
+    stack = list(node.all_input_nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen or order[n] < stop:
+            continue
+        seen.add(n)
+        stack.extend(n.all_input_nodes)
+    return seen
+
+
+def pair_row_reductions(graph: fx.Graph) -> None:
+    """Two sums (or means) over the same dims of inputs of one shape, each computed by a pointwise prologue
+    (partition.prologue_cone) from tensors read in place, become one kernel: the later one and its prologue
+    move up right after the earlier (`meta["wb_siblings"]`, `meta["wb_co"]`), and the reduction kernel keeps
+    one accumulator each, loading a tensor both prologues read once. 99_TripletMarginLoss's ||a - p|| and
+    ||a - n|| over the rows read the anchor twice in two kernels; a cosine similarity's three row sums read
+    each input twice or more."""
+    from workbench.lowering.partition import prologue_cone
+
+    nodes = list(graph.nodes)
+    for r1 in nodes:
+        k1 = _co_key(r1)
+        if k1 is None:
+            continue
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        for r2 in nodes:
+            if r2 is r1 or order[r2] < order[r1] or _co_key(r2) != k1:
+                continue
+            both = frozenset({r1, r2})
+            c1, c2 = prologue_cone(r1, both), prologue_cone(r2, both)
+            if not c1 or not c2 or set(c1) & set(c2):
+                continue
+            moved = set(c2) | {r2}
+            # r2 must not depend on r1, and what its prologue reads from outside must precede r1
+            if r1 in _ancestors(r2, order[r1], order) or any(
+                    a not in moved and order[a] >= order[r1] for n in moved for a in n.all_input_nodes):
+                continue
+            at = r1
+            for n in [*c2, r2]:
+                at.append(n)
+                at = n
+            r1.meta["wb_siblings"] = [r2]
+            r1.meta["wb_co"] = True
+            r2.meta["wb_paired"] = True
+            break

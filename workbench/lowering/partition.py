@@ -160,6 +160,14 @@ def _prologue_groups(graph: fx.Graph, groups: list[Group], taken: dict[fx.Node, 
             continue
         sibs = [s for s in node.meta.get("wb_siblings", ()) if s not in taken and s not in out]
         cone = prologue_cone(node, frozenset([node, *sibs]))
+        if node.meta.get("wb_co"):
+            # sums of two prologues (norm_stats.pair_row_reductions): both cones, or no pair at all
+            cones = [cone] + [prologue_cone(s, frozenset([node, *sibs])) for s in sibs]
+            if len(sibs) != len(node.meta["wb_siblings"]) or not all(cones) or \
+                    any(n in taken or n in out for c in cones for n in c):
+                sibs, cones = [], [prologue_cone(node)]
+            order = {n: i for i, n in enumerate(graph.nodes)}
+            cone = sorted({n for c in cones for n in c}, key=order.__getitem__)
         if any(n in taken or n in out for n in cone):
             cone = []
         if not cone and not sibs:

@@ -68,8 +68,13 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     sizes = [f"size{d}" for d in range(1, r)]
     # 32-bit index math unless an offset can pass 2**31 (`_idx64`): the rank-r split of each offset is a
     # div/mod per dim and element, and a 64-bit one costs several times the 32-bit one on the GPU
-    lines = ["pid = tl.program_id(0)", "if IDX64:", "    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
-             "else:", "    offs = pid * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
+    # SWZ (`_swizzle`): the programs walk dim 0 fastest (n0 rows of n // n0 elements, a whole number of blocks),
+    # so that those in flight together read one block of an operand broadcast along dim 0 (a LayerNorm's 16 MB
+    # weight and bias over its batch) and it comes from DRAM once, not once per row (40_LayerNorm's apply moved
+    # 1 GB for its 0.5: 338 us on the H100, where a copy of x takes 182)
+    lines = ["pid = tl.program_id(0)", "if IDX64:", "    p = pid.to(tl.int64)", "else:", "    p = pid",
+             "if SWZ:", "    base = (p % n0) * (n // n0) + (p // n0) * BLOCK", "else:", "    base = p * BLOCK",
+             "offs = base + tl.arange(0, BLOCK)", "mask = offs < n"]
     if r:
         rest = "offs"
         for d in range(r - 1, 0, -1):
@@ -78,9 +83,9 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
             rest = f"t{d}"
         lines.append(f"i0 = {rest}")
     lines += body.lines + store_lines(body, "offs", "mask")
-    sig = ", ".join(params[:len(body.outputs) + len(body.inputs) + len(body.scalars)] + ["n"] + sizes
-                    + params[len(body.outputs) + len(body.inputs) + len(body.scalars):] + ["BLOCK: tl.constexpr",
-                                                                                          "IDX64: tl.constexpr"])
+    sig = ", ".join(params[:len(body.outputs) + len(body.inputs) + len(body.scalars)] + ["n", "n0"] + sizes
+                    + params[len(body.outputs) + len(body.inputs) + len(body.scalars):] +
+                    ["BLOCK: tl.constexpr", "IDX64: tl.constexpr", "SWZ: tl.constexpr"])
     doc = f'    """Fused pointwise: {", ".join(n.name for n in group.nodes)} (rank {r}, broadcast by strides)."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     # launch
@@ -97,13 +102,15 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     # with x, its per-row statistics and a [C, H, W] weight splits its flat index once, not three times
     if r > 1:
         launch.append(f"_cs, _cst = _coalesce(_shape{''.join(', ' + x for x in ptrs)})")
+        launch.append("_n0, _swz = _swizzle(_cs, _cst, BLOCK)")
         sizes = [f"_cs[{d}]" for d in range(1, r)]
         strides = [f"*_cst[{k}]" for k in range(len(ptrs))]
     else:
+        launch.append("_n0, _swz = 1, False")
         sizes = []
-    args = outs + ptrs + [names[s] for s in body.scalars] + ["_n"] + sizes + strides
+    args = outs + ptrs + [names[s] for s in body.scalars] + ["_n", "_n0"] + sizes + strides
     launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS, "
-                  f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs)}))")
+                  f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs)}), SWZ=_swz)")
     return src, launch, body.helpers
 
 
@@ -340,8 +347,8 @@ _PIN_ROWS = ["if K2:", "    pro{k} = grp * pin{k}_sm + mi.to(tl.int64) * pin{k}_
 _PIN_COLS = ["if X2:", "    pco{k} = ca * pin{k}_sn + cb * pin{k}_sn2", "else:", "    pco{k} = cols * pin{k}_sn"]
 
 
-def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str],
-                  partials: bool = True) -> tuple[list[str], list[str], list[fx.Node]] | None:
+def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str], partials: bool = True,
+                  co: list[fx.Node] | None = None) -> tuple[list[str], list[str], list[fx.Node]] | None:
     """The chunk load of a reduction with a prologue (partition.prologue_cone), loop-indented: phase 2 reads the
     partials as before (`partials`; a var combines its own), phases 0 and 1 load the prologue's inputs in their
     compute dtype, apply it and put the reduction's identity back in the masked lanes (exp(0) is not a sum's
@@ -376,29 +383,42 @@ def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str],
     last = re.sub(r"\bv(\d+)\b", r"p\1", body.values[x].expr)  # type: ignore[attr-defined]
     last = re.sub(r"\bx(\d+)\b", r"px\1", last) if src is None else last
     compute = head + ren + [f"v = tl.where(m, {last}.to({acc_tl}), {init})"]
+    # the co-reductions' inputs (norm_stats.pair_row_reductions): vs0, vs1... beside v, from the same loads
+    for i, s in enumerate(co or []):
+        e = re.sub(r"\bv(\d+)\b", r"p\1", body.values[s.args[0]].expr)  # type: ignore[attr-defined]
+        e = re.sub(r"\bx(\d+)\b", r"px\1", e) if src is None else e
+        compute.append(f"vs{i} = tl.where(m, {e}.to({acc_tl}), {init})")
     if not partials:
         return indent(compute), rows, pins
-    split = ["    if PHASE == 2:", "        v = " + _RED_LOAD.format(o=init), "    else:"]
-    return split + indent(compute, 8), rows, pins
+    split = ["    if PHASE == 2:", "        v = " + _RED_LOAD.format(o=init)]
+    split += [f"        vs{i} = " + _RED_LOAD.format(o=init).replace("x_ptr + ", f"x_ptr + {i + 1} * M * x_sm + ", 1)
+              for i in range(len(co or []))]
+    return split + ["    else:"] + indent(compute, 8), rows, pins
 
 
 def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set[str],  # noqa: ANN001
-                     load: list[str] | None = None) -> list[str]:
+                     load: list[str] | None = None, co: list[str] | None = None) -> list[str]:
     """sum, mean, prod, min/max (values), any/all: a combine per lane, then across the lanes. Phase 1's partial
     is the same combine of a chunk (a mean's is its sum: DIVN is 1); phase 2 combines the partials. `load`:
     the chunk load with a prologue (`_red_prologue`) instead of the plain one."""
     nanprop = kind in ("amax", "amin", "max", "min") and acc_dt.is_floating_point
     op = _RED_OP[kind]
     lines = [f"acc = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})"]
+    lines += [f"accs{i} = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})" for i in range(len(co or []))]
     lines += _RED_LOOP + (load or [f"    v = {ld(init)}"])
     lines += ["    acc = tl.where(m, tl.where(v != v, v, " + op + "), acc)  # nan propagates, as in torch"] \
         if nanprop else [f"    acc = tl.where(m, {op}, acc)"]
+    # co-reductions (sums or means: no nan rule): their accumulators beside acc, their results rs0, rs1...
+    for i, k in enumerate(co or []):
+        sub = _RED_OP[k].replace("acc", f"accs{i}").replace("v", f"vs{i}")
+        lines.append(f"    accs{i} = tl.where(m, {sub}, accs{i})")
+    fins = [f"rs{i} = " + _RED_FIN[k].replace("acc", f"accs{i}") for i, k in enumerate(co or [])]
     if kind == "prod":
         helpers.add("_mul_combine")
     if nanprop:
         return lines + ["has_nan = tl.max((acc != acc).to(tl.int32), axis=1) > 0",
                         f"rv = tl.where(has_nan, float(\"nan\"), {_RED_FIN[kind]})"]
-    return lines + [f"rv = {_RED_FIN[kind]}"]
+    return lines + [f"rv = {_RED_FIN[kind]}"] + fins
 
 
 def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_rank: int, tuple_out: bool,
@@ -546,7 +566,9 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     splittable = not (kind in ARG_KINDS or tuple_out)
     # sum(exp(x - amax(x))) with the amax as its sibling (softmax_match.pair_logsumexp): one online pass over x
     lse = bool(anchor.meta.get("wb_lse"))
-    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var") if splittable and not lse else None
+    co = list(group.siblings) if group.siblings and anchor.meta.get("wb_co") and group.prologue else []
+    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var", co=co) \
+        if splittable and not lse else None
     load, pro_rows, pins = pro if pro else (None, [], [])
     if lse:
         acc_lines = _red_lse_lines(ld) + ["rs0 = mx"]
@@ -562,8 +584,8 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
                       for i, s in enumerate(group.siblings)]
         result = "rv"
     else:
-        assert not group.siblings, "only a var computes siblings"
-        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers, load)
+        assert not group.siblings or co, "only a var or co-reductions compute siblings"
+        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers, load, [packet(c) for c in co])
         result = "rv"
     lines = _RED_INDEX + pro_rows + acc_lines
     is_bool = out_val.dtype == torch.bool
@@ -572,6 +594,8 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     epi, anchor_outs = _red_epilogue(anchor, body, mat, out_val, out_rank, tuple_out, acc_dt, res_val)
     epi = [f"r = {result}" + (" != 0" if is_bool else "")] + epi
     partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), rv, mask=rmask)"]
+    partial += [f"tl.store(ws_ptr + {i + 1} * M * SPLIT + rows * SPLIT + tl.program_id(1), rs{i}, mask=rmask)"
+                for i in range(len(co))]
     if kind == "var" or lse:
         first, second = ("mx", "rv") if lse else ("mean", "m2")
         partial = [f"tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), {first}, mask=rmask)",
@@ -598,13 +622,13 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     loaded = group.siblings[0].args[0] if lse else (prologue_source(group) or x) if group.prologue else x
     launch = _red_launch(name, names, anchor, body, loaded, xr, kept, dims, keep, tuple_out, out_val, out_rank,
-                         acc_dt, splittable, kind == "var" or lse, pins)
+                         acc_dt, splittable, 2 if kind == "var" or lse else 1 + len(co), pins)
     return src, launch, body.helpers
 
 
 def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
                 kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
-                acc_dt, splittable: bool, is_var: bool, pins: list[fx.Node] | None = None) -> list[str]:  # noqa: ANN001
+                acc_dt, splittable: bool, n_ws: int, pins: list[fx.Node] | None = None) -> list[str]:  # noqa: ANN001
     """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split in two phases
     when `_red_split` says so). `pins`: a prologue's inputs, broadcast to x's shape and read as [M, N] with
     one grouping of their dims shared by all (`_red_views`)."""
@@ -663,7 +687,7 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
                "if _split > 1:",
                "    _chunk = triton.cdiv(triton.cdiv(_N, _split), _rbn) * _rbn",
                "    _split = triton.cdiv(_N, _chunk)",
-               f"    _ws = torch.empty([{2 if is_var else 1} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
+               f"    _ws = torch.empty([{n_ws} * _M * _split], dtype={torch_dtype(acc_dt)}, device=dev)",
                "    " + call(view, ["_ws", "_tickets(dev, _grid)", "_split", "_chunk", "_N", "1"], "_split", 1,
                              "_x2"),
                f"elif _M: {whole}"]
