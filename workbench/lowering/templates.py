@@ -540,7 +540,8 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     """Reduce x over `dims`: x is permuted so they are last and read as [M, N] (in place where its strides
     allow); a program owns RED_BLOCK_M rows and walks N in RED_BLOCK_N chunks, accumulating in fp32 (int64
     for integer sums). Few long rows (a full reduction, a per-channel norm) split: phase 1 runs SPLIT
-    programs per row block, each storing its chunk's partial, phase 2 combines them and runs the epilogue."""
+    programs per row block, each storing its chunk's partial; the last of them to finish combines the partials
+    (phase 2's code, `_finalize_lines`) and runs the epilogue: one launch either way."""
     import torch
 
     anchor = group.anchor
@@ -629,9 +630,10 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
 def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
                 kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
                 acc_dt, splittable: bool, n_ws: int, pins: list[fx.Node] | None = None) -> list[str]:  # noqa: ANN001
-    """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split in two phases
-    when `_red_split` says so). `pins`: a prologue's inputs, broadcast to x's shape and read as [M, N] with
-    one grouping of their dims shared by all (`_red_views`)."""
+    """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split, phase 1 with its
+    combine in its last program per row block, when `_red_split` says so). `pins`: a prologue's inputs,
+    broadcast to x's shape and read as [M, N] with one grouping of their dims shared by all (`_red_views`).
+    `n_ws`: the partials each row stores per split (a var's mean and M2, co-reductions' sums)."""
     perm = kept + dims
     k = len(kept) if xr else 0
     if pins:
