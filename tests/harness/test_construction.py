@@ -305,34 +305,76 @@ os.read(cmd, 1)
 
 def test_a_loaded_host_is_not_work_after_done() -> None:
     """After `done` an honest process that the scheduler keeps from the CPU (every core busy) is runnable, not
-    working: the check waits on its own CPU clock instead of calling it work after 0.5 s of wall time."""
+    working: the check waits on its own CPU clock instead of calling it work after 0.5 s of wall time.
+
+    The load is made certain and bounded, whatever else the host runs: the process and two spinning hogs share
+    one core (`sched_setaffinity`), `go` is sent only once both hogs spin, and 1.5 s after `done` the hogs are
+    killed and the process put back in the normal class (it made itself SCHED_IDLE), so it reaches its read
+    soon after however loaded the host is. Left to the scheduler across all cores (the first version), a
+    SCHED_IDLE process got through its yields within 0.5 s in about a third of the runs on the loaded 2-core
+    CI host (the test failed for lack of the load it is about), and under more load stayed starved past the
+    check's 10 s."""
     import multiprocessing
     import subprocess
     import sys
+    import threading
     import time
 
     from workbench.harness import job_pipeline
     from workbench.harness.settings import HarnessSettings
 
+    load_s = 1.5
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
     proc = subprocess.Popen([sys.executable, "-c", _STARVED_AFTER_DONE, str(cmd_r), str(rep_w)],
                             pass_fds=(cmd_r, rep_w))
-    spin = "import time\nt = time.time()\nwhile time.time() - t < 2.5: pass"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(multiprocessing.cpu_count() + 1)]
+    spin = "import time\nprint('spin', flush=True)\nt = time.time()\nwhile time.time() - t < 60: pass"
+    core = max(os.sched_getaffinity(0))
     try:
-        time.sleep(0.5)  # every core busy
+        os.sched_setaffinity(proc.pid, {core})
+        pinned = True
+    except OSError:  # no affinity here: every core busy instead
+        pinned = False
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True)
+            for _ in range(2 if pinned else multiprocessing.cpu_count() + 1)]
+    ended = threading.Event()
+
+    def relieve() -> None:
+        """After `load_s`: no more hogs, and the process back in the normal class until the test ends."""
+        if ended.wait(load_s):
+            return
+        for h in hogs:
+            h.kill()
+        while not ended.wait(0.05):
+            try:
+                if os.sched_getscheduler(proc.pid) != os.SCHED_OTHER:
+                    os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:  # gone, or not ours to change: the hogs are gone at least
+                return
+
+    reliever = threading.Thread(target=relieve, daemon=True)
+    try:
+        for h in hogs:
+            if pinned:
+                os.sched_setaffinity(h.pid, {core})
+            assert h.stdout.readline().strip() == "spin"
         os.write(cmd_w, b"g")
         assert os.read(rep_r, 1) == b"d"
         t0 = time.monotonic()
+        reliever.start()
         quiet = job_pipeline.idle_after_done(proc.pid, HarnessSettings().after_done_cpu_ms)
+        waited = time.monotonic() - t0
         if quiet is None:
             pytest.skip("/proc/<pid>/syscall is not readable here")
-        assert quiet is True and time.monotonic() - t0 > 0.5, time.monotonic() - t0  # it did wait past 0.5 s
+        assert quiet is True and waited > 0.5, waited  # it did wait past 0.5 s, and called it no work
     finally:
+        ended.set()
+        if reliever.is_alive():
+            reliever.join()
         for h in hogs:
             h.kill()
             h.wait()
+            h.stdout.close()
         os.write(cmd_w, b"x")
         proc.wait(timeout=30)
         for fd in (cmd_r, cmd_w, rep_r, rep_w):
