@@ -7,6 +7,7 @@ candidate in a fresh forked child (see `server.py`, `job_pipeline.py`, `candidat
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,13 @@ class Harness:
         self._worker = WarmWorker("workbench.harness.server", (self.device,), env=env,
                                   startup_timeout_s=startup_timeout_s, name=f"harness server ({self.device})")
         self._platform: dict[str, Any] | None = None
+        # On a GPU the platform's description imports torch and makes a CUDA context in this process
+        # (seconds): described in a thread while the server starts and the job runs, not after it. On the
+        # CPU it stays lazy (a caller that forks must not fork in the middle of a thread's import).
+        self._platform_thread: threading.Thread | None = None
+        if self.device == "cuda":
+            self._platform_thread = threading.Thread(target=self._describe, name="harness-platform", daemon=True)
+            self._platform_thread.start()
 
     # -- server lifecycle -------------------------------------------------------------------
     @property
@@ -80,13 +88,21 @@ class Harness:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def platform(self) -> dict[str, Any]:
-        if self._platform is None:
-            from platforms import describe_device
+    def _describe(self) -> None:
+        from platforms import describe_device
 
+        try:
             self._platform = describe_device(self.device).to_dict() if self.device == "cuda" else \
                 describe_device("cpu").to_dict()
-        return self._platform
+        except Exception as exc:  # noqa: BLE001 - said in the result, never a crash of the caller
+            self._platform = {"kind": self.device, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def platform(self) -> dict[str, Any]:
+        if self._platform_thread is not None:
+            self._platform_thread.join()
+        if self._platform is None:  # on the CPU, or the thread could not run
+            self._describe()
+        return self._platform or {}
 
     # -- evaluation ---------------------------------------------------------------------------
     def precheck(self, job: EvalJob) -> EvalResult | None:
@@ -132,7 +148,10 @@ class Harness:
                               device=self.device)
         wall = time.perf_counter() - t0 - startup
         try:
-            return self._to_result(JobResult.from_wire(line), wall)
+            res = self._to_result(JobResult.from_wire(line), wall)
+            if startup > 0:  # the server's one-time start (imports, CUDA, spares): a one-shot eval's big part
+                res.timings_s["server_startup"] = round(startup, 3)
+            return res
         except (KeyError, TypeError, ValueError) as exc:  # never an exception in the caller
             log.error("harness result unreadable: %s: %s", type(exc).__name__, exc)
             return EvalResult(status=Status.INFRA_ERROR, device=self.device,
