@@ -129,6 +129,8 @@ def idle_after_done(pid: int, cpu_ms: float) -> bool | None:
         # Asleep anywhere but its pipe (waiting on a thread that works on) after 0.5 s is work after `done`;
         # runnable but not yet run is a loaded host's scheduler: its own CPU clock above decides, up to 10 s.
         if waited > 0.5 and not (waited < 10.0 and _runnable(pid)):
+            if _blocked_in_read(pid):  # it reached its read between this loop's two looks: idle, not asleep
+                break
             return False
         time.sleep(0.0002)
     cpu1 = _thread_cpu_ns(pid)
