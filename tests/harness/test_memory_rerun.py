@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -55,7 +56,7 @@ class _Neighbour:
 
 def _server(first: JobResult, during=None) -> types.SimpleNamespace:
     """A server whose `run_job` returns `first`, then a pass (a second draw), counting its runs."""
-    srv = types.SimpleNamespace(device="cuda", runs=[], ensure_spares=lambda: None)
+    srv = types.SimpleNamespace(device="cuda", runs=[], ensure_spares=lambda: None, needs_the_gpu_alone=set())
 
     def run_job(job: EvalRequest) -> JobResult:
         srv.runs.append(time.monotonic())
@@ -132,3 +133,30 @@ def test_the_lock_table_shows_this_process_and_another(lock_dir: Path) -> None:
     with MemoryNeighbours(lock_dir / "no-such.memory") as nothing:  # no lock file: nothing is seen
         pass
     assert not nothing.readable and not nothing.seen
+
+
+def test_a_problem_that_ran_out_beside_another_runs_alone_from_then_on(lock_dir: Path) -> None:
+    neighbour = _Neighbour()
+    srv = _server(_claims_oom(), during=neighbour.leave)
+    try:
+        Server.run_job_on_device(srv, EvalRequest(spec_path="/specs/big.py", trials=1))
+    finally:
+        if neighbour.proc.poll() is None:
+            neighbour.leave()
+    assert len(srv.runs) == 2
+    # the next job of the same problem holds the lock exclusive at once: one run, never a failing shared one
+    neighbour = _Neighbour()
+    try:
+        srv.runs.clear()
+        srv.runs.append(0.0)  # the fake's first run fails: this job is its second, which passes
+        t0 = time.monotonic()
+        threading.Timer(0.5, neighbour.leave).start()  # the exclusive lock waits for the other holder
+        res = Server.run_job_on_device(srv, EvalRequest(spec_path="/specs/big.py", trials=1))
+        assert time.monotonic() - t0 >= 0.4 and len(srv.runs) == 2 and res.status == "passed"
+        assert res.timings_s["memory_exclusive"] == 1.0 and res.reran_alone is None
+    finally:
+        if neighbour.proc.poll() is None:
+            neighbour.leave()
+    # another problem (or size) still shares the GPU
+    res = Server.run_job_on_device(srv, EvalRequest(spec_path="/specs/small.py", trials=1))
+    assert "memory_exclusive" not in res.timings_s

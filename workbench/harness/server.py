@@ -62,6 +62,11 @@ def flock_holders(ino: int) -> list[int]:
     return found
 
 
+def _memory_key(job: EvalRequest) -> str:
+    """One problem at one size, as the client named it (the candidate's text plays no part)."""
+    return json.dumps([job.spec_path, job.overrides, job.shapes], sort_keys=True, default=str)
+
+
 class MemoryNeighbours:
     """Whether another process held the device's memory lock (`platforms.clock.device_memory`) while this
     one held it for a job: what this trusted process itself sees in the kernel's table of file locks, when
@@ -147,6 +152,8 @@ class Server:
         # (seconds on an H200) that the previous job's end started.
         self._spares: dict[str, list[_Spare]] = {"candidate": [], "reference": []}
         self.spare_depth = self.settings.spares_for(device)
+        # problems (spec and overrides) that ran out of GPU memory beside another job: alone from now on
+        self.needs_the_gpu_alone: set[str] = set()
         self._jobs = 0
 
     # -- warm spares ---------------------------------------------------------------------------
@@ -339,11 +346,22 @@ class Server:
     def run_job_on_device(self, job: EvalRequest) -> JobResult:
         """`run_job` holding the GPU's memory lock shared (`platforms.clock`); once more, holding it exclusive,
         when the job ran out of device memory beside other jobs (two published-size KernelBench problems
-        need more than an H100 holds). Both runs are whole evaluations, judged alike.
+        need more than an H100 holds). Both runs are whole evaluations, judged alike. A problem that needed
+        that once holds the lock exclusive from the start of its later jobs on this server (a search's
+        next candidates: on 2026-12-06 34 KernelBench jobs failed beside another and ran again alone).
 
         Beside other jobs is what this server saw (`MemoryNeighbours`: another process held the memory lock
         while this job did), never what the job's error says: the words "out of memory" can be the
         candidate's own report, so a candidate that ran alone and claims them gets no second draw."""
+        key = _memory_key(job)
+        if self.device == "cuda" and key in self.needs_the_gpu_alone:
+            # this problem ran out of memory beside another job before: every later job of it holds the
+            # lock exclusive from the start (a shared run that fails and runs again costs both runs)
+            with device_memory(self.device, exclusive=True) as waited:
+                res = self.run_job(job)
+            res.timings_s["memory_wait"] = round(waited, 3)
+            res.timings_s["memory_exclusive"] = 1.0
+            return res
         with device_memory(self.device) as waited, MemoryNeighbours(memory_lock_path(self.device)) as beside:
             res = self.run_job(job)
         oom = self.device == "cuda" and res.status != "passed" and out_of_memory(res.error)
@@ -358,6 +376,7 @@ class Server:
                 res = self.run_job(job)
             waited += alone
             res.reran_alone = first[:300]
+            self.needs_the_gpu_alone.add(key)
         res.timings_s["memory_wait"] = round(waited, 3)
         return res
 
