@@ -85,7 +85,7 @@ def test_optimize_from_a_lowered_seed_with_the_tuner(tmp_path):
 def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_path):
     root = kernelbench_root()
     args = ["suite", "kernelbench", "--root", str(root), "--levels", "1,2,3", "--problems", "1-3", "--device",
-            "cuda", "--draft", "lower", "--budget", "1", "--run-dir", str(tmp_path), "--json"]
+            "cuda", "--draft", "lower", "--budget", "1", "--workers", "2", "--run-dir", str(tmp_path), "--json"]
     try:
         proc, wall = workbench(*args, timeout=300)
     finally:
@@ -116,11 +116,13 @@ def test_suite_kernelbench_three_problems_a_level_with_compile_baselines(tmp_pat
 
 def test_suite_aten_a_handful_of_ops_in_fp32_and_bf16(tmp_path):
     # four families (binary, unary, reduction, softmax): under the GPU suite's other workers one ATen
-    # problem took 30-100 s on the H100 (2026-12-06), and eleven ops in two dtypes did not end in 240 s
+    # problem took 30-100 s on the H100 (2026-12-06), and eleven ops in two dtypes did not end in 240 s;
+    # alone, 8-33 s per contender went to the device rounds' 1,024 slots (capped at 64 since: 5cb3245).
+    # Two harness servers: one evaluation compiles while the other is timed
     ops = "add,exp,sum,softmax"
     try:
         proc, _ = workbench("suite", "aten", "--ops", ops, "--dtypes", "float32,bfloat16", "--device", "cuda",
-                            "--no-compile", "--run-dir", str(tmp_path), "--json", timeout=300)
+                            "--no-compile", "--workers", "2", "--run-dir", str(tmp_path), "--json", timeout=300)
     finally:
         keep_runs(tmp_path, "suite_aten")
     assert proc.returncode == 0, explain(proc)
