@@ -47,7 +47,7 @@ CASES = {
     "layernorm": ("        self.ln = nn.LayerNorm(({c}, {h}, {w}), dtype=DT)", "x", "self.ln(x)",
                   "torch.randn({b}, {c}, {h}, {w}, dtype=DT) * 2.0 + 0.5", 2),
     "groupnorm": ("        self.gn = nn.GroupNorm(3, {c6}, dtype=DT)", "x", "self.gn(x)",
-                  "torch.randn({b}, {c6}, {h}, {w}, dtype=DT) * 2.0 + 0.5", 3),
+                  "torch.randn({b}, {c6}, {h}, {w}, dtype=DT) * 2.0 + 0.5", 2),
     "instancenorm": ("        self.inorm = nn.InstanceNorm2d({c}, dtype=DT)", "x", "self.inorm(x)",
                      "torch.randn({b}, {c}, {h}, {w}, dtype=DT) * 2.0 + 0.5", 2),
     "batchnorm": ("        self.bn = nn.BatchNorm2d({c}, dtype=DT)", "x", "self.bn(x)",

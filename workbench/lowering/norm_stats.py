@@ -11,8 +11,10 @@ one-op kernels for the statistics, the apply): 799 us against torch.compile's 42
 - a var and a sum (or mean) of the same input over the same dims become one kernel (`meta["wb_siblings"]` on
   the var; the sum moved right after it): one Welford pass over x gives both (templates.reduction_kernel).
 
-LayerNorm is then 2 launches (the statistics, split: partials, combined with the epilogue by the last program
-of each row block, templates._TICKET; the apply), x read twice and written once.
+A GroupNorm's per-channel scale and shift (`rsqrt * weight`, [B, G, C/G, 1] from the [B, G, 1, 1] statistics)
+are computed in the statistics kernel's epilogue too (partition.wide_dims): its apply reads them through views.
+LayerNorm and GroupNorm are then 2 launches (the statistics, split: partials, combined with the epilogue by the
+last program of each row block, templates._TICKET; the apply), x read twice and written once.
 """
 from __future__ import annotations
 
@@ -131,9 +133,13 @@ def _co_key(red: fx.Node):  # noqa: ANN202
             or red.meta.get("wb_paired") or red.meta.get("wb_lse") or _dims(red) is None:
         return None
     x = red.args[0]
-    if not val(x).dtype.is_floating_point or val(red).dtype != val(x).dtype:
+    xdt, rdt = val(x).dtype, val(red).dtype
+    # a float sum in its own dtype, or a count (an int64 sum of bools or integers): one accumulator each, of its
+    # own dtype (templates: partials of different dtypes share an int64 workspace, fp32 as its bits)
+    count = packet(red) == "sum" and not xdt.is_floating_point and not xdt.is_complex and rdt == torch.int64
+    if not ((xdt.is_floating_point and rdt == xdt) or count):
         return None
-    return shape_key(x), str(val(x).dtype), tuple(_dims(red)[0]), _dims(red)[1], str(val(red).dtype)
+    return shape_key(x), tuple(_dims(red)[0]), _dims(red)[1]
 
 
 def _ancestors(node: fx.Node, stop: int, order: dict[fx.Node, int]) -> set[fx.Node]:
@@ -153,9 +159,10 @@ def pair_row_reductions(graph: fx.Graph) -> None:
     """Two sums (or means) over the same dims of inputs of one shape, each computed by a pointwise prologue
     (partition.prologue_cone) from tensors read in place, become one kernel: the later one and its prologue
     move up right after the earlier (`meta["wb_siblings"]`, `meta["wb_co"]`), and the reduction kernel keeps
-    one accumulator each, loading a tensor both prologues read once. 99_TripletMarginLoss's ||a - p|| and
-    ||a - n|| over the rows read the anchor twice in two kernels; a cosine similarity's three row sums read
-    each input twice or more."""
+    one accumulator each, loading a tensor both prologues read once. The two may differ in dtype: a cross
+    entropy's int64 count of the targets not ignored beside its float sum of their losses (`_co_key`).
+    99_TripletMarginLoss's ||a - p|| and ||a - n|| over the rows read the anchor twice in two kernels; a cosine
+    similarity's three row sums read each input twice or more."""
     from workbench.lowering.partition import prologue_cone
 
     nodes = list(graph.nodes)

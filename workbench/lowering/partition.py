@@ -5,7 +5,8 @@ fused after it (its epilogue), or a chain of pointwise nodes alone. A pointwise 
 group of one of its operands when it has the group's shape, the group is still open and none of
 its other operands depends on that group (otherwise the kernel would have to run before and after
 that operand). A group closes at the first use of any of its nodes from outside it, so the
-kernel can be launched right after its last node, before that use.
+kernel can be launched right after its last node, before that use. A pointwise node a little wider than a
+reduction's keepdim output (a few elements per row along reduced dims, `wide_dims`) joins its epilogue too.
 """
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ class Group:
     prologue: list[fx.Node] = field(default_factory=list)
     # reductions of the anchor's input over its dims that its kernel computes too (the sum beside a norm's var)
     siblings: list[fx.Node] = field(default_factory=list)
+    # epilogue members (also in `nodes`) of a wider shape than the keepdim output: some reduced dims put back
+    # (`wide_dims`); the kernel computes them per row on a [rows, K] tile
+    wide: list[fx.Node] = field(default_factory=list)
 
     @property
     def members(self) -> list[fx.Node]:
@@ -95,6 +99,65 @@ def _resolved(gids: frozenset[int], alias: dict[int, int]) -> frozenset[int]:
             i = alias[i]
         out.add(i)
     return frozenset(out)
+
+
+WIDE_MAX = 128  # elements a wide epilogue adds per row (`wide_dims`)
+
+
+def wide_dims(group: Group, node: fx.Node) -> list[int] | None:
+    """The reduced dims (static sizes, product at most WIDE_MAX, all after every kept dim) that `node`'s shape
+    puts back on `group`'s keepdim output, its other dims equal; None when it is no such shape."""
+    from workbench.lowering.templates import reduction_dims
+
+    a = group.anchor
+    if a is None or group.pattern is not None or anchor_kind(a) != "reduction" or isinstance(val(a), (tuple, list)):
+        return None
+    dims, keep = reduction_dims(a)
+    if not keep or not is_tensor_node(node):
+        return None
+    os_, ns = val(a).shape, val(node).shape
+    if len(os_) != len(ns) or not dims:
+        return None
+    kept = [d for d in range(len(os_)) if d not in dims]
+    grown: list[int] = []
+    k = 1
+    for d in range(len(os_)):
+        if str(os_[d]) == str(ns[d]):
+            continue
+        if d not in dims or not isinstance(ns[d], int) or (kept and d < max(kept)):
+            return None
+        grown.append(d)
+        k *= ns[d]
+    if not grown or k > WIDE_MAX:
+        return None
+    # a few values per row of a long reduction: a GroupNorm's per-channel scale and shift ([B, G, C/G, 1] from its
+    # [B, G, 1, 1] statistics), never an apply of x's own size
+    n = 1
+    for d in dims:
+        n *= val(a.args[0]).shape[d] if a.args and isinstance(a.args[0], fx.Node) else 1
+    if isinstance(n, int) and k * 16 > n:
+        return None
+    return grown
+
+
+def _widens(node: fx.Node, ins: list[fx.Node], group_of: dict[fx.Node, Group],
+            deps: dict[fx.Node, frozenset[int]], alias: dict[int, int]) -> Group | None:
+    """The open reduction group whose epilogue `node` can join as a wide member (`wide_dims`): an operand's
+    group; its other operands are that group's members or tensors that do not depend on it."""
+    from workbench.lowering.graph import is_sym_node
+
+    if any(is_sym_node(a) for a in node.all_input_nodes):
+        return None
+    for a in ins:
+        g = group_of.get(a)
+        if g is None or g.closed or wide_dims(g, node) is None:
+            continue
+        others = [b for b in ins if group_of.get(b) is not g]
+        if any(g.gid in _resolved(deps.get(b, frozenset()), alias) for b in others):
+            continue
+        if all(not is_tensor_node(b) or len(val(b).shape) <= len(val(node).shape) for b in others):
+            return g
+    return None
 
 
 def _pattern_groups(graph: fx.Graph, groups: list[Group]) -> dict[fx.Node, Group]:
@@ -209,6 +272,11 @@ def partition(graph: fx.Graph) -> dict[fx.Node, Group]:
                     _merge_into(target, extra, group_of, order)
                     for g in extra:
                         alias[g.gid] = target.gid
+                else:
+                    # a small pointwise node over a reduction's statistics, wider than them: its epilogue
+                    target = _widens(node, ins, group_of, deps, alias)
+                    if target is not None:
+                        target.wide.append(node)
             if target is None:
                 target = Group(gid=len(groups), shape=shape_key(node) if is_tensor_node(node) else "")
                 groups.append(target)

@@ -347,8 +347,23 @@ _PIN_ROWS = ["if K2:", "    pro{k} = grp * pin{k}_sm + mi.to(tl.int64) * pin{k}_
 _PIN_COLS = ["if X2:", "    pco{k} = ca * pin{k}_sn + cb * pin{k}_sn2", "else:", "    pco{k} = cols * pin{k}_sn"]
 
 
+def _ws_code(expr: str, dt, mixed: bool, store: bool) -> str:  # noqa: ANN001
+    """A partial as the workspace holds it: itself, or, when co-reductions of different accumulator dtypes share
+    one int64 workspace (`mixed`), its bits (fp32 through int32, fp64 as int64); `store`: to it, else back."""
+    import torch
+
+    if not mixed or dt == torch.int64:
+        return expr
+    if dt == torch.float32:
+        return f"{expr}.to(tl.int32, bitcast=True).to(tl.int64)" if store else \
+            f"{expr}.to(tl.int32).to(tl.float32, bitcast=True)"
+    assert dt == torch.float64, f"no workspace code for {dt}"
+    return f"{expr}.to(tl.int64, bitcast=True)" if store else f"{expr}.to(tl.float64, bitcast=True)"
+
+
 def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str], partials: bool = True,
-                  co: list[fx.Node] | None = None) -> tuple[list[str], list[str], list[fx.Node]] | None:
+                  co: list[fx.Node] | None = None, co_acc: list | None = None, acc_dt=None,  # noqa: ANN001
+                  mixed: bool = False) -> tuple[list[str], list[str], list[fx.Node]] | None:
     """The chunk load of a reduction with a prologue (partition.prologue_cone), loop-indented: phase 2 reads the
     partials as before (`partials`; a var combines its own), phases 0 and 1 load the prologue's inputs in their
     compute dtype, apply it and put the reduction's identity back in the masked lanes (exp(0) is not a sum's
@@ -384,27 +399,33 @@ def _red_prologue(group: Group, init: str, acc_tl: str, helpers: set[str], parti
     last = re.sub(r"\bx(\d+)\b", r"px\1", last) if src is None else last
     compute = head + ren + [f"v = tl.where(m, {last}.to({acc_tl}), {init})"]
     # the co-reductions' inputs (norm_stats.pair_row_reductions): vs0, vs1... beside v, from the same loads
+    # (each in its own accumulator dtype: an int64 count beside a float sum, `co_acc`)
+    co_acc = co_acc or [None] * len(co or [])
     for i, s in enumerate(co or []):
         e = re.sub(r"\bv(\d+)\b", r"p\1", body.values[s.args[0]].expr)  # type: ignore[attr-defined]
         e = re.sub(r"\bx(\d+)\b", r"px\1", e) if src is None else e
-        compute.append(f"vs{i} = tl.where(m, {e}.to({acc_tl}), {init})")
+        ctl = pw.TL_DTYPE[co_acc[i]] if co_acc[i] is not None else acc_tl
+        compute.append(f"vs{i} = tl.where(m, {e}.to({ctl}), {init})")
     if not partials:
         return indent(compute), rows, pins
-    split = ["    if PHASE == 2:", "        v = " + _RED_LOAD.format(o=init)]
-    split += [f"        vs{i} = " + _RED_LOAD.format(o=init).replace("x_ptr + ", f"x_ptr + {i + 1} * M * x_sm + ", 1)
-              for i in range(len(co or []))]
+    split = ["    if PHASE == 2:", "        v = " + _ws_code(_RED_LOAD.format(o=init), acc_dt, mixed, False)]
+    for i in range(len(co or [])):
+        at = _RED_LOAD.format(o=init).replace("x_ptr + ", f"x_ptr + {i + 1} * M * x_sm + ", 1)
+        split.append(f"        vs{i} = " + _ws_code(at, co_acc[i], mixed, False))
     return split + ["    else:"] + indent(compute, 8), rows, pins
 
 
 def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set[str],  # noqa: ANN001
-                     load: list[str] | None = None, co: list[str] | None = None) -> list[str]:
+                     load: list[str] | None = None, co: list[str] | None = None,
+                     co_tl: list[str] | None = None) -> list[str]:
     """sum, mean, prod, min/max (values), any/all: a combine per lane, then across the lanes. Phase 1's partial
     is the same combine of a chunk (a mean's is its sum: DIVN is 1); phase 2 combines the partials. `load`:
     the chunk load with a prologue (`_red_prologue`) instead of the plain one."""
     nanprop = kind in ("amax", "amin", "max", "min") and acc_dt.is_floating_point
     op = _RED_OP[kind]
     lines = [f"acc = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})"]
-    lines += [f"accs{i} = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {acc_tl})" for i in range(len(co or []))]
+    lines += [f"accs{i} = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {(co_tl or [acc_tl] * len(co))[i]})"
+              for i in range(len(co or []))]
     lines += _RED_LOOP + (load or [f"    v = {ld(init)}"])
     lines += ["    acc = tl.where(m, tl.where(v != v, v, " + op + "), acc)  # nan propagates, as in torch"] \
         if nanprop else [f"    acc = tl.where(m, {op}, acc)"]
@@ -421,19 +442,67 @@ def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set
     return lines + [f"rv = {_RED_FIN[kind]}"] + fins
 
 
+def _red_wide(group: Group, body: Body, mat: list[fx.Node], out_rank: int) -> tuple[list[str], Body, list[int]]:
+    """The wide epilogue members (`Group.wide`, partition.wide_dims: a GroupNorm's per-channel scale and shift
+    from its per-group statistics) on a [RED_BLOCK_M, K] tile after the row epilogue: the row values they read
+    broadcast along K, their other inputs loaded at (the row's kept dims, K's dims), stored contiguous (kept dims
+    first: rows * K + k). Their names get a `w` (wv0, wx0, win0_ptr, wout0_ptr) beside the row body's.
+    (lines, their body, the dims K spans)."""
+    import re
+
+    from workbench.lowering.partition import wide_dims
+
+    grown = wide_dims(group, group.wide[0])
+    assert grown is not None
+    shape = val(group.wide[0]).shape
+    k = 1
+    for d in grown:
+        k *= int(shape[d])
+    lines = [f"kk = tl.arange(0, {max(2, 1 << (k - 1).bit_length())})",
+             f"wm = rmask[:, None] & (kk[None, :] < {k})", "kq = kk"]
+    idx = {}
+    for d in reversed(grown):
+        lines += [f"wk{d} = kq % {int(shape[d])}", f"kq = kq // {int(shape[d])}"]
+        idx[d] = f"wk{d}[None, :]"
+    vals = {}
+    wide = set(group.wide)
+    for n in group.wide:
+        for a in n.all_input_nodes:
+            if a in body.values and a not in wide and a not in vals:  # type: ignore[attr-defined]
+                v = body.values[a]  # type: ignore[attr-defined]
+                lines.append(f"wa{len(vals)} = {v.expr}[:, None]")
+                vals[a] = pw.Val(f"wa{len(vals)}", v.dtype)
+    sub = Group(gid=-1, shape="", nodes=list(group.wide))
+    wb = build_body(sub, [n for n in mat if n in wide], [idx.get(d, f"o{d}[:, None]") for d in range(out_rank)],
+                    "wm", "0", vals)
+    assert not wb.scalars, "a wide epilogue takes no symbolic scalars (partition._widens)"
+    ren = [re.sub(r"\bin(\d+)_", r"win\1_", re.sub(r"\bx(\d+)\b", r"wx\1", re.sub(r"\bv(\d+)\b", r"wv\1", ln)))
+           for ln in wb.lines + store_lines(wb, f"rows[:, None] * {k} + kk[None, :]", "wm")]
+    body.helpers |= wb.helpers
+    return lines + [re.sub(r"\bout(\d+)_ptr", r"wout\1_ptr", ln) for ln in ren], wb, grown
+
+
 def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_rank: int, tuple_out: bool,
-                  acc_dt, res_val) -> tuple[list[str], int]:  # noqa: ANN001
-    """The output index of each row, the fused epilogue and the stores; (lines, stored anchor outputs)."""
+                  acc_dt, res_val, group: Group | None = None) -> tuple[list[str], int, tuple | None]:  # noqa: ANN001
+    """The output index of each row, the fused epilogue and the stores; (lines, stored anchor outputs, the wide
+    epilogue's (body, dims) or None: `_red_wide`)."""
     import torch
 
     lines = []
-    if out_rank and body.lines:
+    wide = group is not None and bool(group.wide)
+    if out_rank and (body.lines or wide):
         rest = "rows"
         for d in range(out_rank - 1, 0, -1):
             lines += [f"o{d} = {rest} % osize{d}", f"q{d} = {rest} // osize{d}"]
             rest = f"q{d}"
         lines.append(f"o0 = {rest}")
     lines += body.lines
+    winfo = None
+    if wide:
+        wl, wb, grown = _red_wide(group, body, mat, out_rank)
+        lines += wl
+        winfo = (wb, grown)
+        mat = [n for n in mat if n not in set(group.wide)]
     body.values[anchor] = res_val  # type: ignore[attr-defined]
     stores = []
     if tuple_out:
@@ -447,7 +516,7 @@ def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_
     st = store_lines(body, "rows", "rmask")
     if tuple_out:
         st = [s.replace("out", "outE", 1) for s in st]
-    return lines + stores + st, (2 if tuple_out else 0)
+    return lines + stores + st, (2 if tuple_out else 0), winfo
 
 
 # the split's combine runs in the last program of each row block to store its partial (no second launch): the
@@ -560,15 +629,23 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     init = _init_literal(kind, acc_dt)
     res_val = pw.Val("r", pw.compute_dtype(out_val.dtype))
     # a sibling (norm_stats: the sum or mean of x over the same dims beside a var) comes from the var's mean
-    sib_vals = {s: pw.Val(f"rs{i}", acc_dt) for i, s in enumerate(group.siblings)}
-    body = build_body(group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0",
+    co = list(group.siblings) if group.siblings and anchor.meta.get("wb_co") and group.prologue else []
+    # co-reductions keep their own accumulator dtypes; of several, their partials share one int64 workspace
+    co_acc = [_red_acc_dtype(packet(c), dtype(c.args[0])) for c in co]
+    mixed = any(d != acc_dt for d in co_acc)
+    ws_dt = torch.int64 if mixed else acc_dt
+    sib_vals = {s: pw.Val(f"rs{i}", co_acc[i] if co else acc_dt) for i, s in enumerate(group.siblings)}
+    # the row epilogue; the wide members (Group.wide) after it on their own tile (`_red_wide`)
+    rows_group = Group(gid=group.gid, shape=group.shape, anchor=anchor, prologue=group.prologue,
+                       siblings=group.siblings, nodes=[n for n in group.nodes if n not in set(group.wide)])
+    body = build_body(rows_group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0",
                       {anchor: res_val, **sib_vals})
     ld = _red_loader(kind, xdt, acc_dt)
     splittable = not (kind in ARG_KINDS or tuple_out)
     # sum(exp(x - amax(x))) with the amax as its sibling (softmax_match.pair_logsumexp): one online pass over x
     lse = bool(anchor.meta.get("wb_lse"))
-    co = list(group.siblings) if group.siblings and anchor.meta.get("wb_co") and group.prologue else []
-    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var", co=co) \
+    pro = _red_prologue(group, init, acc_tl, body.helpers, partials=kind != "var", co=co, co_acc=co_acc,
+                        acc_dt=acc_dt, mixed=mixed) \
         if splittable and not lse else None
     load, pro_rows, pins = pro if pro else (None, [], [])
     if lse:
@@ -586,17 +663,20 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
         result = "rv"
     else:
         assert not group.siblings or co, "only a var or co-reductions compute siblings"
-        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers, load, [packet(c) for c in co])
+        acc_lines = _red_plain_lines(kind, init, acc_tl, acc_dt, ld, body.helpers, load, [packet(c) for c in co],
+                                     [pw.TL_DTYPE[d] for d in co_acc])
         result = "rv"
     lines = _RED_INDEX + pro_rows + acc_lines
     is_bool = out_val.dtype == torch.bool
     if is_bool:
         res_val.dtype = torch.bool
-    epi, anchor_outs = _red_epilogue(anchor, body, mat, out_val, out_rank, tuple_out, acc_dt, res_val)
+    epi, anchor_outs, winfo = _red_epilogue(anchor, body, mat, out_val, out_rank, tuple_out, acc_dt, res_val, group)
+    wb, grown = winfo if winfo else (None, [])
     epi = [f"r = {result}" + (" != 0" if is_bool else "")] + epi
-    partial = ["tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), rv, mask=rmask)"]
-    partial += [f"tl.store(ws_ptr + {i + 1} * M * SPLIT + rows * SPLIT + tl.program_id(1), rs{i}, mask=rmask)"
-                for i in range(len(co))]
+    partial = [f"tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), {_ws_code('rv', acc_dt, mixed, True)}, "
+               "mask=rmask)"]
+    partial += [f"tl.store(ws_ptr + {i + 1} * M * SPLIT + rows * SPLIT + tl.program_id(1), "
+                f"{_ws_code(f'rs{i}', co_acc[i], mixed, True)}, mask=rmask)" for i in range(len(co))]
     if kind == "var" or lse:
         first, second = ("mx", "rv") if lse else ("mean", "m2")
         partial = [f"tl.store(ws_ptr + rows * SPLIT + tl.program_id(1), {first}, mask=rmask)",
@@ -610,7 +690,11 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
         [f"{'outE' if tuple_out else 'out'}{j}_ptr" for j in range(len(body.outputs))]
     in_params = [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))]
     in_params += [f"pin{k}_{p}" for k in range(len(pins)) for p in ("ptr", "sm", "sn", "sn2", "sm2")]
+    if wb is not None:
+        in_params += [f"wout{j}_ptr" for j in range(len(wb.outputs))] + [f"win{k}_ptr" for k in range(len(wb.inputs))]
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
+    if wb is not None:
+        strides += [f"win{k}_s{d}" for k in range(len(wb.inputs)) for d in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
     sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2", "M2", "x_sm2"] +
                     sizes + strides + ["ws_ptr", "cnt_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN",
@@ -619,21 +703,26 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     doc = (f'    """{kind} over the last axis of x viewed as [M, N] (dims {dims} of a rank-{xr} input), '
            + (f'with {", ".join(n.name for n in group.siblings)}, ' if group.siblings else "")
            + (f'prologue: {", ".join(n.name for n in group.prologue)}, ' if group.prologue else "")
-           + f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
+           + f'epilogue: {", ".join(n.name for n in group.nodes) or "none"}'
+           + (f' ({", ".join(n.name for n in group.wide)} on [rows, dims {grown}])' if group.wide else "") + '."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     loaded = group.siblings[0].args[0] if lse else (prologue_source(group) or x) if group.prologue else x
     launch = _red_launch(name, names, anchor, body, loaded, xr, kept, dims, keep, tuple_out, out_val, out_rank,
-                         acc_dt, splittable, 2 if kind == "var" or lse else 1 + len(co), pins)
+                         ws_dt, splittable, 2 if kind == "var" or lse else 1 + len(co), pins,
+                         (wb, grown, val(group.wide[0]).shape) if wb is not None else None)
     return src, launch, body.helpers
 
 
 def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
                 kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
-                acc_dt, splittable: bool, n_ws: int, pins: list[fx.Node] | None = None) -> list[str]:  # noqa: ANN001
+                acc_dt, splittable: bool, n_ws: int, pins: list[fx.Node] | None = None,  # noqa: ANN001
+                wide: tuple | None = None) -> list[str]:
     """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split, phase 1 with its
     combine in its last program per row block, when `_red_split` says so). `pins`: a prologue's inputs,
     broadcast to x's shape and read as [M, N] with one grouping of their dims shared by all (`_red_views`).
-    `n_ws`: the partials each row stores per split (a var's mean and M2, co-reductions' sums)."""
+    `n_ws`: the partials each row stores per split (a var's mean and M2, co-reductions' sums). `wide`: the wide
+    epilogue's (body, dims it puts back, its shape): its outputs and inputs at the output shape with those
+    dims put back (`_red_wide`)."""
     perm = kept + dims
     k = len(kept) if xr else 0
     if pins:
@@ -668,6 +757,16 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
     launch += prep
     rest = all_outs + ptrs + [names[s] for s in body.scalars] + [f"*_pv[{j}]" for j in range(len(pins or []))]
     sizes = [f"_shape[{d}]" for d in range(1, out_rank)] + strd
+    if wide is not None:
+        wb, grown, wshape = wide
+        launch.append("_wshape = [" + ", ".join(str(int(wshape[d])) if d in grown else f"_shape[{d}]"
+                                                 for d in range(out_rank)) + "]")
+        wouts = [names[n] for n in wb.outputs]
+        launch += [f"{o} = torch.empty(_wshape, dtype={torch_dtype(dtype(n))}, device=dev)"
+                   for o, n in zip(wouts, wb.outputs)]
+        launch += [f"_w{k} = {names[n]}.expand(_wshape)" for k, n in enumerate(wb.inputs)]
+        rest += wouts + [f"_w{k}" for k in range(len(wb.inputs))]
+        sizes += [f"*_w{k}.stride()" for k in range(len(wb.inputs))]
     launch += RED_BLOCKS
     # X2: 0 one column group; two: 3 the inner one a whole number of blocks, 2 at least a block wide (both
     # walked without a division per element), 1 otherwise (_RED_LOOP)
