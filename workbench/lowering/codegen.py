@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from workbench.lowering import copies, families, glue, primitives
+from workbench.lowering import cat_chain, copies, families, glue, primitives
 from workbench.lowering.epilogue import Unsupported, torch_dtype
 from workbench.lowering.graph import SYM_BINOPS, is_tensor_node, op_name, packet, val
 from workbench.lowering.partition import Group, outside_users, partition
@@ -193,6 +193,7 @@ class Emitter:
         self.tunables: set[str] = set()
         self.tuple_vars: dict[fx.Node, list[str]] = {}
         self.outputs: list[str] = []
+        self.cat_chains: dict[fx.Node, cat_chain.Chain] = {}
 
     # -- names ---------------------------------------------------------------------------------
     def name(self, node: fx.Node) -> str:
@@ -242,6 +243,7 @@ class Emitter:
                     self.ops.append(name)
         group_of = partition(self.graph)
         used_outside = outside_users(self.graph, group_of)
+        self.cat_chains = cat_chain.plan(self.graph, group_of)
         last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}
         dev_set = False
         for node in self.graph.nodes:
@@ -332,6 +334,15 @@ class Emitter:
             return
         if p in glue.GLUE and not copies.constant_output(node):
             self.lines += glue.GLUE[p](v, node, self.expr)
+            return
+        if node in self.cat_chains:  # one buffer for a chain of growing cats, each input copied once
+            chain = self.cat_chains[node]
+            self.name(chain.members[-1])
+            _, launch = self.add_kernel("cat", lambda nm: copies.chain_cat_kernel(nm, node, chain, self.names,
+                                                                                  self.expr))
+            self.tunables |= set(copies.TUNABLES)
+            self.lines.append(f"# {op_name(node).removeprefix('aten.')} (chained)")
+            self.lines += launch
             return
         prim = primitives.lookup(p)
         if prim is not None:
