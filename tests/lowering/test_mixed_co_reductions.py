@@ -39,10 +39,12 @@ def get_init_inputs():
 CASES = {
     "sum_then_count": ("x", "(x * 2.0).sum(), (x > 0.25).sum()", "torch.randn({b}, {n}, dtype=DT)", 1),
     "count_then_sum": ("x", "(x > 0.25).sum(dim=1), (x * x).sum(dim=1)", "torch.randn({b}, {n}, dtype=DT)", 1),
-    # targets with ignored rows (-100): the mean over the others (their count an int64 sum)
+    # targets with ignored rows (-100): the mean over the others (their count an int64 sum); fp32: the picked logit
+    # gathered in the log-sum-exp's epilogue (partition._gather_group), its index chain with it
+    # (norm_stats.sink_index_views): 2 launches
     "cross_entropy": ("p, t", "F.cross_entropy(p, t)",
                       "torch.randn({b}, {n}, dtype=DT) * 3.0, torch.where(torch.arange({b}) % 3 == 1, -100, "
-                      "torch.randint(0, {n}, ({b},)))", 4),
+                      "torch.randint(0, {n}, ({b},)))", 2),
 }
 SHAPES = ({"b": 37, "n": 301}, {"b": 5, "n": 19})
 
@@ -81,7 +83,10 @@ def test_a_count_and_a_float_sum_are_one_kernel(tmp_path: Path, case: str, dt: s
     for shape in SHAPES:
         for block_n in (16, 256):
             _, launches = _run(tmp_path, case, dt, shape, block_n)
-            assert len(launches) <= CASES[case][3], [ln.kernel for ln in launches]
+            # fp16/bf16 cross entropy writes its log-softmax (softmax_match folds the gather in fp32 only): that
+            # kernel, the index, the gather and the paired sums
+            extra = 2 if case == "cross_entropy" and dt != "float32" else 0
+            assert len(launches) <= CASES[case][3] + extra, [ln.kernel for ln in launches]
             if case == "sum_then_count" and block_n == 16 and shape is SHAPES[0]:
                 assert any(ln.constexprs.get("PHASE") == 1 for ln in launches), "the split did not happen"
 

@@ -89,8 +89,64 @@ def _hoist_epilogue(graph: fx.Graph, stats: set[fx.Node]) -> None:
         after.append(node)
 
 
+def _unsqueezed(graph: fx.Graph, p: fx.Node, d: int, before: fx.Node, made: dict) -> fx.Node:
+    """`unsqueeze(p, d)` with the unsqueeze moved up through p when p is a pointwise node used once whose tensor
+    operands have its shape or none (a 0-d scalar): p computed at the unsqueezed shape from unsqueezed operands."""
+    from workbench.lowering.graph import is_sym_node, is_tensor_node
+    from workbench.lowering.partition import is_group_pointwise
+
+    if p in made:  # one unsqueeze of an operand read twice (the targets in `where(t != -100, t, 0)`)
+        return made[p]
+    shape = val(p).shape
+    ops = [a for a in p.all_input_nodes]
+    if is_group_pointwise(p) and len(p.users) == 1 and not any(is_sym_node(a) for a in ops) and all(
+            is_tensor_node(a) and (rank(a) == 0 or list(val(a).shape) == list(shape)) for a in ops) \
+            and all(not isinstance(a, (list, tuple)) for a in p.args):
+        args = tuple(_unsqueezed(graph, a, d, before, made) if isinstance(a, fx.Node) and rank(a) else a
+                     for a in p.args)
+        with graph.inserting_before(before):
+            n = graph.call_function(p.target, args, dict(p.kwargs))
+    else:
+        with graph.inserting_before(before):
+            n = graph.call_function(torch.ops.aten.unsqueeze.default, (p, d))
+    n.meta["val"] = val(p).unsqueeze(d)
+    made[p] = n
+    return n
+
+
+def sink_index_views(graph: fx.Graph) -> None:
+    """A gather's index `unsqueeze(where(t != -100, t, 0), 1)` (cross entropy's targets) becomes `where(unsqueeze(t)
+    != -100, unsqueeze(t), 0)`: the chain at the gather's shape, so that it joins the row reduction the gather
+    joins (partition._gather_group) instead of a kernel of its own over [B]."""
+    from workbench.lowering.graph import is_tensor_node
+
+    for g in list(graph.nodes):
+        if g.op != "call_function" or packet(g) != "gather" or len(g.args) != 3:
+            continue
+        v = g.args[2]
+        if not isinstance(v, fx.Node) or packet(v) != "unsqueeze" or len(v.users) != 1 or \
+                not isinstance(v.args[0], fx.Node) or not is_tensor_node(v.args[0]) or len(v.args[0].users) != 1:
+            continue
+        p, d = v.args[0], v.args[1] % (rank(v.args[0]) + 1)
+        new = _unsqueezed(graph, p, d, v, {})
+        if packet(new) == "unsqueeze" and new.args[0] is p:
+            graph.erase_node(new)
+            continue
+        v.replace_all_uses_with(new)
+        graph.erase_node(v)
+        dead = [p]
+        while dead:
+            n = dead.pop()
+            if n.op == "call_function" and not n.users:
+                ins = list(n.all_input_nodes)
+                graph.erase_node(n)
+                dead += ins
+
+
 def fold_stats(graph: fx.Graph) -> None:
-    """Fold keepdim broadcasts into reductions and pair each var with a sum/mean of its input and dims."""
+    """Fold keepdim broadcasts into reductions and pair each var with a sum/mean of its input and dims; a gather's
+    index chain at the gather's shape (`sink_index_views`)."""
+    sink_index_views(graph)
     for node in list(graph.nodes):
         _fold_keepdim(node)
     for var in list(graph.nodes):

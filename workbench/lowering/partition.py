@@ -6,7 +6,8 @@ group of one of its operands when it has the group's shape, the group is still o
 its other operands depends on that group (otherwise the kernel would have to run before and after
 that operand). A group closes at the first use of any of its nodes from outside it, so the
 kernel can be launched right after its last node, before that use. A pointwise node a little wider than a
-reduction's keepdim output (a few elements per row along reduced dims, `wide_dims`) joins its epilogue too.
+reduction's keepdim output (a few elements per row along reduced dims, `wide_dims`) joins its epilogue too, and
+so does a gather of one element per row from a tensor the reduction reads (`_gather_group`).
 """
 from __future__ import annotations
 
@@ -160,6 +161,49 @@ def _widens(node: fx.Node, ins: list[fx.Node], group_of: dict[fx.Node, Group],
     return None
 
 
+def _reads(g: Group) -> set[fx.Node]:
+    """The tensors a reduction group's kernel reads row by row: its anchor's and siblings' inputs, its prologue's."""
+    out = {n.args[0] for n in [g.anchor, *g.siblings] if n is not None and isinstance(n.args[0], fx.Node)}
+    cone = set(g.prologue)
+    out |= {a for n in g.prologue for a in n.all_input_nodes if a not in cone}
+    return out
+
+
+def _gather_group(node: fx.Node, groups: list[Group], group_of: dict[fx.Node, Group],
+                  deps: dict[fx.Node, frozenset[int]], alias: dict[int, int],
+                  order: dict[fx.Node, int]) -> Group | None:
+    """The open reduction group a gather of one element per row joins (templates: a load at the row's index in
+    its epilogue): `gather(src, d, idx)` with the group's keepdim shape, d a reduced dim, src a tensor the group
+    reads row by row (cross entropy's picked logits beside its log-sum-exp over the same rows). The index's own
+    open pointwise group of that shape merges into it (its nodes in the epilogue too)."""
+    from workbench.lowering.templates import reduction_dims
+
+    if packet(node) != "gather" or len(node.args) != 3 or node.kwargs.get("sparse_grad"):
+        return None
+    src, d, idx = node.args
+    if not isinstance(src, fx.Node) or not isinstance(idx, fx.Node) or not isinstance(d, int):
+        return None
+    key = shape_key(node)
+    for g in reversed(groups):
+        if g.closed or g.pattern is not None or g.shape != key or g.anchor is None or g.gid in alias:
+            continue
+        if anchor_kind(g.anchor) != "reduction" or isinstance(val(g.anchor), (tuple, list)):
+            continue
+        dims, keep = reduction_dims(g.anchor)
+        if not keep or d % max(len(val(src).shape), 1) not in dims or src not in _reads(g):
+            continue
+        a = group_of.get(idx)
+        if a is not None and a is not g and not a.closed and a.anchor is None and a.pattern is None \
+                and a.shape == key and a.gid not in _resolved(deps.get(g.anchor, frozenset()), alias):
+            _merge_into(g, [a], group_of, order)
+            alias[a.gid] = g.gid
+            a.closed = True
+        elif a is not g and g.gid in _resolved(deps.get(idx, frozenset()), alias):
+            continue
+        return g
+    return None
+
+
 def _pattern_groups(graph: fx.Graph, groups: list[Group]) -> dict[fx.Node, Group]:
     """node -> its group for the chains that one template computes whole (softmax, log-softmax)."""
     out: dict[fx.Node, Group] = {}
@@ -258,9 +302,15 @@ def partition(graph: fx.Graph) -> dict[fx.Node, Group]:
         for a in ins:
             d |= deps.get(a, frozenset())
         kind = anchor_kind(node) if node.op == "call_function" else None
+        gathered = _gather_group(node, groups, group_of, deps, alias, order) \
+            if node not in chained and node.op == "call_function" else None
         if node in chained:
             group_of[node] = mine = chained[node]
             d.add(mine.gid)
+        elif gathered is not None:
+            gathered.nodes.append(node)
+            group_of[node] = mine = gathered
+            d.add(gathered.gid)
         elif kind is not None or is_group_pointwise(node):
             target: Group | None = None
             if kind is None:

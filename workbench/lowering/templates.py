@@ -482,6 +482,39 @@ def _red_wide(group: Group, body: Body, mat: list[fx.Node], out_rank: int) -> tu
     return lines + [re.sub(r"\bout(\d+)_ptr", r"wout\1_ptr", ln) for ln in ren], wb, grown
 
 
+def _red_gathers(body: Body, gathers: list[fx.Node]) -> list[fx.Node]:
+    """The epilogue's gathers of one element per row (partition._gather_group: cross entropy's picked logit
+    beside its log-sum-exp), spliced into the row body right after their index is known: `gth{j}` loaded from
+    the source at the row's output coordinates, the index on the gathered dim. An index from outside the kernel
+    is loaded first (`gidx{j}`). The external indices, in order."""
+    ext: list[fx.Node] = []
+    for j, g in enumerate(gathers):
+        src, d, idx = g.args
+        r = rank(src)
+        d %= max(r, 1)
+        vals = body.values  # type: ignore[attr-defined]
+        if idx in vals:
+            iexpr = vals[idx].expr
+            pos = next((i + 1 for i, ln in enumerate(body.lines) if ln.startswith(f"{iexpr} = ")), 0)
+        else:
+            k = len(ext)
+            ext.append(idx)
+            off = " + ".join(f"o{e} * gidx{k}_s{e}" for e in range(r))
+            body.lines.insert(0, f"gi{j} = tl.load(gidx{k}_ptr + {off}, mask=rmask, other=0)")
+            iexpr, pos = f"gi{j}", 1
+        c = pw.compute_dtype(dtype(src))
+        off = " + ".join(f"{iexpr if e == d else f'o{e}'} * gs{j}_s{e}" for e in range(r))
+        new = [f"gth{j} = tl.load(gs{j}_ptr + {off}, mask=rmask, other=0)" + (f".to({pw.TL_DTYPE[c]})"
+                                                                               if c != dtype(src) else "")]
+        # build_body rounds an fp16/bf16 value it is handed before its first line: after the load instead
+        rnd = [i for i, ln in enumerate(body.lines) if ln.startswith(f"gth{j}_r = ")]
+        moved = [body.lines.pop(rnd[0])] if rnd else []
+        if rnd and rnd[0] < pos:
+            pos -= 1
+        body.lines[pos:pos] = new + moved
+    return ext
+
+
 def _red_epilogue(anchor: fx.Node, body: Body, mat: list[fx.Node], out_val, out_rank: int, tuple_out: bool,
                   acc_dt, res_val, group: Group | None = None) -> tuple[list[str], int, tuple | None]:  # noqa: ANN001
     """The output index of each row, the fused epilogue and the stores; (lines, stored anchor outputs, the wide
@@ -636,10 +669,15 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     ws_dt = torch.int64 if mixed else acc_dt
     sib_vals = {s: pw.Val(f"rs{i}", co_acc[i] if co else acc_dt) for i, s in enumerate(group.siblings)}
     # the row epilogue; the wide members (Group.wide) after it on their own tile (`_red_wide`)
+    # and the gathers of one element per row spliced in (`_red_gathers`)
+    gathers = [n for n in group.nodes if packet(n) == "gather"]
     rows_group = Group(gid=group.gid, shape=group.shape, anchor=anchor, prologue=group.prologue,
-                       siblings=group.siblings, nodes=[n for n in group.nodes if n not in set(group.wide)])
+                       siblings=group.siblings,
+                       nodes=[n for n in group.nodes if n not in set(group.wide) and n not in gathers])
+    gth_vals = {g: pw.Val(f"gth{j}", pw.compute_dtype(dtype(g))) for j, g in enumerate(gathers)}
     body = build_body(rows_group, [], [f"o{d}" for d in range(out_rank)], "rmask", "rows * 0",
-                      {anchor: res_val, **sib_vals})
+                      {anchor: res_val, **sib_vals, **gth_vals})
+    gidx = _red_gathers(body, gathers) if gathers else []
     ld = _red_loader(kind, xdt, acc_dt)
     splittable = not (kind in ARG_KINDS or tuple_out)
     # sum(exp(x - amax(x))) with the amax as its sibling (softmax_match.pair_logsumexp): one online pass over x
@@ -695,6 +733,9 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     strides = [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(out_rank)]
     if wb is not None:
         strides += [f"win{k}_s{d}" for k in range(len(wb.inputs)) for d in range(out_rank)]
+    in_params += [f"gs{j}_ptr" for j in range(len(gathers))] + [f"gidx{k}_ptr" for k in range(len(gidx))]
+    strides += [f"gs{j}_s{e}" for j, g in enumerate(gathers) for e in range(rank(g.args[0]))]
+    strides += [f"gidx{k}_s{e}" for k in range(len(gidx)) for e in range(out_rank)]
     sizes = [f"osize{d}" for d in range(1, out_rank)]
     sig = ", ".join(["x_ptr"] + out_params + in_params + ["M", "N", "x_sm", "x_sn", "N2", "x_sn2", "M2", "x_sm2"] +
                     sizes + strides + ["ws_ptr", "cnt_ptr", "SPLIT", "CHUNK", "NTOT", "DIVN",
@@ -709,14 +750,15 @@ def reduction_kernel(name: str, group: Group, mat: list[fx.Node],
     loaded = group.siblings[0].args[0] if lse else (prologue_source(group) or x) if group.prologue else x
     launch = _red_launch(name, names, anchor, body, loaded, xr, kept, dims, keep, tuple_out, out_val, out_rank,
                          ws_dt, splittable, 2 if kind == "var" or lse else 1 + len(co), pins,
-                         (wb, grown, val(group.wide[0]).shape) if wb is not None else None)
+                         (wb, grown, val(group.wide[0]).shape) if wb is not None else None,
+                         ([g.args[0] for g in gathers], gidx))
     return src, launch, body.helpers
 
 
 def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Body, x: fx.Node, xr: int,
                 kept: list[int], dims: list[int], keep: bool, tuple_out: bool, out_val, out_rank: int,  # noqa: ANN001
                 acc_dt, splittable: bool, n_ws: int, pins: list[fx.Node] | None = None,  # noqa: ANN001
-                wide: tuple | None = None) -> list[str]:
+                wide: tuple | None = None, gathers: tuple | None = None) -> list[str]:
     """Permute the reduced dims last, read as [M, N] (`_red_view`), allocate, launch (split, phase 1 with its
     combine in its last program per row block, when `_red_split` says so). `pins`: a prologue's inputs,
     broadcast to x's shape and read as [M, N] with one grouping of their dims shared by all (`_red_views`).
@@ -767,6 +809,11 @@ def _red_launch(name: str, names: dict[fx.Node, str], anchor: fx.Node, body: Bod
         launch += [f"_w{k} = {names[n]}.expand(_wshape)" for k, n in enumerate(wb.inputs)]
         rest += wouts + [f"_w{k}" for k in range(len(wb.inputs))]
         sizes += [f"*_w{k}.stride()" for k in range(len(wb.inputs))]
+    if gathers is not None:  # the gathers' sources as they are, their outside indices at the output's shape
+        srcs, gidx = gathers
+        launch += [f"_g{k} = {names[n]}.expand(_shape)" for k, n in enumerate(gidx)]
+        rest += [names[n] for n in srcs] + [f"_g{k}" for k in range(len(gidx))]
+        sizes += [f"*{names[n]}.stride()" for n in srcs] + [f"*_g{k}.stride()" for k in range(len(gidx))]
     launch += RED_BLOCKS
     # X2: 0 one column group; two: 3 the inner one a whole number of blocks, 2 at least a block wide (both
     # walked without a division per element), 1 otherwise (_RED_LOOP)
