@@ -108,3 +108,29 @@ def rewrite_addmm(graph: fx.Graph) -> None:
                 out = _call(graph, aten.add.Tensor, cur, bterm)
         node.replace_all_uses_with(out)
         graph.erase_node(node)
+
+
+def reduction_dims(node: fx.Node) -> tuple[list[int], bool]:
+    """(reduced dims, normalized and sorted; keepdim) of a reduction node."""
+    x = node.args[0]
+    r = rank(x)
+    name = packet(node)
+    dims: list[int] | None = None
+    keep = False
+    args = list(node.args[1:])
+    kw = dict(node.kwargs)
+    if name in ("argmax", "argmin", "max", "min") or (name in ("prod", "any", "all") and node.target._overloadname in
+                                                         ("dim_int", "dim")):
+        d = args[0] if args else kw.get("dim")
+        dims = None if d is None else [d]
+        keep = bool(args[1] if len(args) > 1 else kw.get("keepdim", False))
+    else:
+        d = args[0] if args else kw.get("dim")
+        dims = None if d is None else (list(d) if isinstance(d, (list, tuple)) else [d])
+        keep = bool(args[1] if len(args) > 1 and not isinstance(args[1], (float,)) else kw.get("keepdim", False))
+        if name == "var":
+            keep = bool(kw.get("keepdim", False))
+    keep = keep or bool(node.meta.get("wb_keepdim"))  # a broadcast back to x's rank folded in (norm_stats)
+    if not dims:
+        dims = list(range(r))
+    return sorted({d % max(r, 1) for d in dims}) if r else [], keep

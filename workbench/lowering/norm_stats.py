@@ -27,7 +27,7 @@ _STAT_KINDS = ("var", "sum", "mean")
 
 
 def _dims(node: fx.Node) -> tuple[list[int], bool] | None:
-    from workbench.lowering.templates import reduction_dims
+    from workbench.lowering.graph import reduction_dims
 
     if node.op != "call_function" or packet(node) not in _STAT_KINDS or not isinstance(node.args[0], fx.Node):
         return None

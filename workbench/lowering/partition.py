@@ -108,7 +108,7 @@ WIDE_MAX = 128  # elements a wide epilogue adds per row (`wide_dims`)
 def wide_dims(group: Group, node: fx.Node) -> list[int] | None:
     """The reduced dims (static sizes, product at most WIDE_MAX, all after every kept dim) that `node`'s shape
     puts back on `group`'s keepdim output, its other dims equal; None when it is no such shape."""
-    from workbench.lowering.templates import reduction_dims
+    from workbench.lowering.graph import reduction_dims
 
     a = group.anchor
     if a is None or group.pattern is not None or anchor_kind(a) != "reduction" or isinstance(val(a), (tuple, list)):
@@ -176,7 +176,7 @@ def _gather_group(node: fx.Node, groups: list[Group], group_of: dict[fx.Node, Gr
     its epilogue): `gather(src, d, idx)` with the group's keepdim shape, d a reduced dim, src a tensor the group
     reads row by row (cross entropy's picked logits beside its log-sum-exp over the same rows). The index's own
     open pointwise group of that shape merges into it (its nodes in the epilogue too)."""
-    from workbench.lowering.templates import reduction_dims
+    from workbench.lowering.graph import reduction_dims
 
     if packet(node) != "gather" or len(node.args) != 3 or node.kwargs.get("sparse_grad"):
         return None

@@ -11,7 +11,7 @@ import torch.fx as fx
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.families import Family, Space, register_family, register_space
-from workbench.lowering.graph import dtype, packet, rank, val
+from workbench.lowering.graph import dtype, packet, rank, reduction_dims, val
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_helper, register_tunables
 
@@ -132,32 +132,6 @@ def _init_literal(kind: str, acc_dt) -> str:
         info = torch.iinfo(acc_dt)
         return str(info.max if v == "inf" else info.min)
     return v
-
-
-def reduction_dims(node: fx.Node) -> tuple[list[int], bool]:
-    """(reduced dims, normalized and sorted; keepdim) of a reduction node."""
-    x = node.args[0]
-    r = rank(x)
-    name = packet(node)
-    dims: list[int] | None = None
-    keep = False
-    args = list(node.args[1:])
-    kw = dict(node.kwargs)
-    if name in ("argmax", "argmin", "max", "min") or (name in ("prod", "any", "all") and node.target._overloadname in
-                                                         ("dim_int", "dim")):
-        d = args[0] if args else kw.get("dim")
-        dims = None if d is None else [d]
-        keep = bool(args[1] if len(args) > 1 else kw.get("keepdim", False))
-    else:
-        d = args[0] if args else kw.get("dim")
-        dims = None if d is None else (list(d) if isinstance(d, (list, tuple)) else [d])
-        keep = bool(args[1] if len(args) > 1 and not isinstance(args[1], (float,)) else kw.get("keepdim", False))
-        if name == "var":
-            keep = bool(kw.get("keepdim", False))
-    keep = keep or bool(node.meta.get("wb_keepdim"))  # a broadcast back to x's rank folded in (norm_stats)
-    if not dims:
-        dims = list(range(r))
-    return sorted({d % max(r, 1) for d in dims}) if r else [], keep
 
 
 ARG_KINDS = ("argmax", "argmin")
