@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from workbench.memory.records import Node, RunInfo, content_hash
 from workbench.result import EvalResult
+from workbench.sqlite_shared import connect_shared, retry_busy
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +124,9 @@ class Memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._known: set[str] = set()  # blob hashes this process wrote (texts repeat across nodes)
-        self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        self._conn = connect_shared(path, synchronous="FULL" if durable else "NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
-        self._create_schema()
+        retry_busy(self._create_schema, what=str(path))
 
     # -- plumbing -----------------------------------------------------------------------------
     def _create_schema(self) -> None:
