@@ -99,3 +99,41 @@ def out_of_memory(text: str) -> bool:
     """Whether an error's text is the GPU running out of memory (torch's and the CUDA driver's wording)."""
     low = text.lower()
     return "out of memory" in low or "outofmemoryerror" in low
+
+
+def _alone_path(device: str, index: int = 0) -> Path:
+    return lock_path(device, index).with_suffix(".alone")
+
+
+def _alone_entry(key: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def needs_the_device_alone(key: str, device: str, index: int = 0) -> bool:
+    """Whether the work named `key` (a problem at one size) was seen to run out of device memory beside
+    other work on this device: every process that shares the device's memory lock reads one book, so the
+    harness servers of one run (and of later runs on this host) learn it once, not once each."""
+    try:
+        with open(_alone_path(device, index), encoding="ascii") as fh:
+            return _alone_entry(key) in {line.strip() for line in fh}
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def learn_the_device_alone(key: str, device: str, index: int = 0) -> None:
+    """Write `key` into the book `needs_the_device_alone` reads (an append under the file's lock)."""
+    entry = _alone_entry(key)
+    try:
+        fd = os.open(_alone_path(device, index), os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.warning("could not record %s as needing the device alone: %s", device, exc)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        known = os.pread(fd, 1 << 22, 0).decode("ascii", "replace").split()
+        if entry not in known:
+            os.write(fd, (entry + "\n").encode("ascii"))
+    finally:
+        os.close(fd)

@@ -160,3 +160,24 @@ def test_a_problem_that_ran_out_beside_another_runs_alone_from_then_on(lock_dir:
     # another problem (or size) still shares the GPU
     res = Server.run_job_on_device(srv, EvalRequest(spec_path="/specs/small.py", trials=1))
     assert "memory_exclusive" not in res.timings_s
+
+
+def test_the_other_servers_of_the_device_learn_it_from_one_book(lock_dir: Path) -> None:
+    # two harness servers share a run's problems: the one that saw the problem run out tells the other, so
+    # the problem fails beside another job once per device, not once per server
+    neighbour = _Neighbour()
+    first = _server(_claims_oom(), during=neighbour.leave)
+    try:
+        Server.run_job_on_device(first, EvalRequest(spec_path="/specs/big.py", overrides={"n": 3}, trials=1))
+    finally:
+        if neighbour.proc.poll() is None:
+            neighbour.leave()
+    assert len(first.runs) == 2
+    other = _server(JobResult(status="passed", trials=1))  # its own memory is empty
+    res = Server.run_job_on_device(other, EvalRequest(spec_path="/specs/big.py", overrides={"n": 3}, trials=1))
+    assert len(other.runs) == 1 and res.timings_s["memory_exclusive"] == 1.0
+    # the same problem at another size is another entry
+    res = Server.run_job_on_device(other, EvalRequest(spec_path="/specs/big.py", overrides={"n": 4}, trials=1))
+    assert "memory_exclusive" not in res.timings_s
+    book = (lock_dir / memory_lock_path("cuda").name).with_suffix(".alone").read_text()
+    assert len(book.split()) == 1 and "big.py" not in book  # hashed keys, one line each

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platforms.clock import device_memory, memory_lock_path, out_of_memory
+from platforms.clock import (
+    device_memory,
+    learn_the_device_alone,
+    memory_lock_path,
+    needs_the_device_alone,
+    out_of_memory,
+)
 from workbench.harness import policy as _policy
 from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel, Link
@@ -354,7 +360,7 @@ class Server:
         while this job did), never what the job's error says: the words "out of memory" can be the
         candidate's own report, so a candidate that ran alone and claims them gets no second draw."""
         key = _memory_key(job)
-        if self.device == "cuda" and key in self.needs_the_gpu_alone:
+        if self.device == "cuda" and (key in self.needs_the_gpu_alone or needs_the_device_alone(key, self.device)):
             # this problem ran out of memory beside another job before: every later job of it holds the
             # lock exclusive from the start (a shared run that fails and runs again costs both runs)
             with device_memory(self.device, exclusive=True) as waited:
@@ -377,6 +383,7 @@ class Server:
             waited += alone
             res.reran_alone = first[:300]
             self.needs_the_gpu_alone.add(key)
+            learn_the_device_alone(key, self.device)  # the run's other servers read it too
         res.timings_s["memory_wait"] = round(waited, 3)
         return res
 
