@@ -3,7 +3,8 @@
 - the policy sees what Python runs, never raises, and bounds its own recursion;
 - protocol messages only in their phase; the judge reads only trusted buffers, and whatever breaks it is
   the candidate's failure, never `bad_spec` or `infra_error`;
-- seeds from the OS CSPRNG, nothing derivable from what the candidate can read.
+- seeds from the OS CSPRNG, nothing derivable from what the candidate can read; inputs made on the device
+  by the reference and shared, never by the candidate's process.
 
 Every test that runs a candidate runs on the CPU and, under `pytest -m gpu`, on the GPU (`devices.py`), where
 the harnesses are shared per module, one per environment.
@@ -235,19 +236,24 @@ def test_input_seeds_come_from_a_256_bit_key_drawn_apart_from_every_seed_the_can
         shutil.rmtree(srv.root, ignore_errors=True)
 
 
-def test_the_candidate_cannot_read_an_input_seed_back_from_torch() -> None:
-    import torch
+def test_the_candidate_never_makes_its_inputs_so_a_spy_in_the_specs_torch_sees_nothing(harness_env) -> None:
+    """The class "the candidate replaces a torch function `get_inputs()` calls" (past the policy and the guards:
+    here the spec module's own `torch`, which no patch detector watches): where the candidate's process made its
+    inputs from seeds, the spy computed every answer while the inputs were made, before `go`, and passed with
+    no work in the clock. The reference makes them now, into memory it shares (`inbox.py`): the spy sees
+    nothing, the candidate's own wrong forward is judged."""
+    with harness_env(**{**GUARDS_OFF, "WB_DEVICE_INPUTS": "on"}) as h:
+        # one trial: a second refills the first's buffers, whose pointer would give the spy's stale answer
+        res = h.evaluate(SPEC, CASES / "spies_on_input_making.py", **sized(h.device, 1), policy=False)
+    assert res.details.get("inputs") == "made on the device", res.details  # the path under test, shared
+    assert res.status == Status.INCORRECT and "output mismatch" in res.error, (res.status, res.error)
 
-    from workbench.harness.candidate_proc import _InputMaker
-    from workbench.harness.trusted_messages import CandidateJob
 
-    gen = _InputMaker(CandidateJob(device="cpu", spec_path=str(SPEC), shapes=[{"over": {}}]))
-    gen.shape(0)
-    made = gen.make(123456789)
-    assert torch.initial_seed() != 123456789
-    torch.manual_seed(123456789)
-    again = list(gen.spec.module.get_inputs())
-    assert all(torch.equal(a, b) for a, b in zip(made, again))  # the same inputs, made from the seed
+@pytest.mark.parametrize("shared", ["on", "off"])
+def test_an_inputs_request_out_of_its_turn_is_a_forged_report(harness_env, shared: str) -> None:
+    with harness_env(**{**GUARDS_OFF, "WB_DEVICE_INPUTS": shared}) as h:
+        res = h.evaluate(SPEC, CASES / "asks_for_inputs_out_of_turn.py", **sized(h.device, 2), policy=False)
+    assert res.status == Status.REJECTED and "forged_report" in res.violations, (res.status, res.error)
 
 
 # -- no grace period after `done` -------------------------------------------------------------------------------

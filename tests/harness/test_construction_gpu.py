@@ -2,6 +2,7 @@
 and every timed replay runs on fresh inputs. Skipped on the CPU (`tests/conftest.py`)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,41 @@ def test_graph_kernel_names_are_read_from_the_driver() -> None:
     assert names is not None and "twice_kernel" in names, names
     bad, unknown = audit(names, {"twice_kernel"})
     assert len(bad) == 1 and "twice_kernel" not in bad[0] and not unknown, (names, bad)  # the matmul alone
+
+
+@pytest.mark.gpu
+def test_inputs_are_made_by_the_reference_and_shared_on_the_gpu(gpu_harness) -> None:
+    """Issue 32 on the device: every set (trials, wall-clock rounds, the captured graph's slots and each device
+    round's fresh sets) made by the reference into its shelf (`inbox.py`), read in place by the candidate."""
+    res = gpu_harness.evaluate(SPEC, SPEC.parent / "candidate.py", trials=3)
+    assert res.status == Status.PASSED, res.error
+    assert res.details.get("inputs") == "made on the device", res.details
+    assert "inputs_staged" not in res.details, res.details
+    assert res.timing_basis == "device", res.timing_basis  # the graph replayed on the shelf's slots
+    dev = res.details.get("device") or {}
+    assert dev.get("slots", 0) >= 4, dev
+
+
+@pytest.mark.gpu
+def test_the_shelf_is_shared_device_memory_and_freed_when_closed() -> None:
+    import torch
+
+    from platforms.clock import device_memory
+    from workbench.harness import inbox
+
+    with device_memory("cuda", exclusive=True):
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        free0 = torch.cuda.mem_get_info()[0]
+        shelf = inbox.Shelf("cuda", 512 * 2**20)
+        os.close(shelf.fd)
+        assert free0 - torch.cuda.mem_get_info()[0] >= 512 * 2**20 * 0.9
+        x, y = torch.randn(1 << 20, device="cuda"), torch.randn(3, 5, device="cuda")
+        layout = inbox.describe([x, y, 2.5], "cuda")
+        shelf.put_at(3, [x, y, 2.5], layout)
+        got = inbox.views(shelf.mem.tensor, layout, 1, 3)[0]
+        assert torch.equal(got[0], x) and torch.equal(got[1], y) and got[2] == 2.5
+        del got
+        shelf.close()
+        torch.cuda.synchronize()
+        assert free0 - torch.cuda.mem_get_info()[0] < 64 * 2**20  # given back to the driver

@@ -15,6 +15,8 @@ from workbench.harness.settings import HarnessSettings
 from workbench.harness.trusted_messages import (
     BaselineReady,
     EvalRequest,
+    Filled,
+    InputsShared,
     JobResult,
     Prepared,
     ReferenceFailure,
@@ -48,7 +50,8 @@ def test_both_schemas_bound_a_line_before_parsing_it() -> None:
     assert messages.json_object(b'{"a": 1}', 10) == {"a": 1}
 
 
-# -- the reference process's replies (`Prepared`, `BaselineReady`, `RoundMade`, `Verdict`, `ReferenceFailure`) --
+# -- the reference process's replies (`Prepared`, `BaselineReady`, `RoundMade`, `InputsShared`, `Filled`,
+# `Verdict`, `ReferenceFailure`) --
 REPLIES = [
     Prepared(shapes=[{"name": "small", "init": "init_0.pt", "trials": ["in_0_0.pt"], "model_seed": 7, "over": {}}],
              timed=0, set_bytes=4096, sig={"__init__": [], "forward": ["x", "y"]},
@@ -57,6 +60,8 @@ REPLIES = [
              timings_s={"reference_prepare": 0.5}),
     BaselineReady(),
     RoundMade(made=3, file="round_3.raw"),
+    InputsShared(shared=1 << 20),
+    Filled(filled="round 3", sets=2),
     Verdict.bounded(True, [], 0.0, 0.0, read={"outbox": 3, "files": 0, "sampled": 0, "way": "file"}),
     ReferenceFailure.bounded("ValueError: the spec's Model failed"),
 ]

@@ -40,6 +40,7 @@ numel = _TB.numel
 element_size = _TB.element_size
 getitem = _TB.__getitem__
 is_contiguous = _TB.is_contiguous
+data_ptr = _TB.data_ptr
 as_subclass = _TB.as_subclass
 _device = _TB.device.__get__  # type: ignore[attr-defined]
 _dtype = _TB.dtype.__get__  # type: ignore[attr-defined]

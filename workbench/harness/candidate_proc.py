@@ -1,8 +1,9 @@
 """The candidate process (hostile): the code that runs in the forked child that imports the candidate.
 
-It never loads the spec for itself (on the GPU `_InputMaker` does, before it confines itself): it confines
+It never loads the spec, never runs its `get_inputs()` and never learns an input's seed: it confines
 itself (namespaces, read-only file system, its own uid: `sandbox.py`) before anything of the candidate
-exists, reads its inputs from the stage, writes its outputs into the reference's outbox or its sandbox,
+exists, reads its inputs from the stage or, where the reference makes them on the device, from the
+reference's shared memory (`inbox.py`), writes its outputs into the reference's outbox or its sandbox,
 and answers the server's timing rounds. What it reports about itself is information (launch counts, ops,
 its own violations: the second line of the rules), typed by `messages.py`; the verdict and the times come
 from the trusted side (`reference_proc.py`, `job_pipeline.py`). Nothing trusted runs in this file's
@@ -15,7 +16,6 @@ import importlib.util
 import linecache
 import os
 import resource
-import secrets
 import sys
 import time
 import traceback
@@ -27,6 +27,7 @@ import torch
 from workbench.harness import bound, opcheck
 from workbench.harness import compare as _compare
 from workbench.harness import guards as _guards
+from workbench.harness import inbox as _inbox
 from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
 from workbench.harness import outfile as _outfile
@@ -34,20 +35,20 @@ from workbench.harness import plan as _plan
 from workbench.harness import restrict as _restrict
 from workbench.harness import rounds as _rounds
 from workbench.harness import sandbox as _sandbox
-from workbench.harness.channel import Channel
+from workbench.harness.channel import Channel, channel_recv, channel_send
 from workbench.harness.compare import flatten_outputs
 from workbench.harness.guards import Guard
 from workbench.harness.opcheck import OpRecorder
 from workbench.harness.proc_common import gpu_warm, same_values, sync, tail
 from workbench.harness.settings import HarnessSettings
 from workbench.harness.trusted_messages import CandidateJob
-from workbench.spec import load_spec, positional_signature
+from workbench.spec import positional_signature
 
 
 def _format_tb(exc: BaseException, hidden: list[str]) -> str:
     """`traceback.format_exc()` that reads no source line of the `hidden` files: the spec's, which the guards
-    refuse to anyone in the candidate's process (its inputs, made here on the GPU, put its frames in a
-    traceback), so the refusal never replaces the error being reported."""
+    refuse to anyone in the candidate's process (a frame of it in a traceback), so the refusal never replaces
+    the error being reported."""
     lines = ["Traceback (most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         fn = frame.f_code.co_filename
@@ -210,8 +211,10 @@ class _CandidateRun:
 
     def confine(self) -> None:
         job, iso = self.job, self.iso
-        self.shared = self._map_device_outbox()  # the reference's device memory, while still root
-        self.gen = _InputMaker(job) if job.devgen else None  # loads the spec before it is out of sight
+        self.shared, self.inputs = self._map_shared()  # the reference's memory, while still root
+        # each shape's input layout in the shelf (`inbox`), decoded before any candidate code exists
+        self.layouts = [_inbox.SetLayout.from_dict(sh["inputs"]) for sh in job.shapes] \
+            if self.inputs is not None else None
         _plan.set_tf32(job.allow_tf32)  # the candidate is held to the reference's fp32 rule
         if iso is not None:
             _sandbox.confine_filesystem(iso, self.sandbox, self.stage, job.uid, job.allowed_imports)
@@ -241,28 +244,43 @@ class _CandidateRun:
         except (OSError, KeyError, ValueError, TypeError):  # the judge then reads files, as without one
             return None
 
-    def _map_device_outbox(self) -> Any:
-        """The device memory the server passed over the socket (`devmem`), mapped; None: the file it is."""
+    def _map_shared(self) -> tuple[Any, Any]:
+        """The memory the server passed over the socket in one message, mapped: the outbox's device memory
+        (`devmem`; None: the file it is) and the reference's shelf of inputs (`inbox`; None: staged files)."""
         desc = self.job.outbox or {}
+        want = {"o": int(desc.get("device_bytes") or 0), "i": int(self.job.inputs_bytes) if self.job.devgen else 0}
         if self.sock < 0:
-            return None
+            if want["i"]:
+                raise RuntimeError("the shared inputs did not arrive: no socket")
+            return None, None
         import socket
 
-        try:
-            with socket.socket(fileno=self.sock) as sock:
-                self.sock = -1
-                if not desc.get("device_bytes"):
-                    return None
-                sock.settimeout(30.0)
-                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
-            if len(fds) != 1:
-                return None
-            from workbench.harness import devmem
+        got: dict[str, int] = {}
+        with socket.socket(fileno=self.sock) as sock:
+            self.sock = -1
+            if not any(want.values()):
+                return None, None
+            sock.settimeout(30.0)
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 16, 2)
+                got = dict(zip(data.decode("ascii", "replace"), fds))
+            except OSError as exc:
+                print(f"shared memory not received: {exc}", file=sys.stderr)
+        shared = inputs = None
+        if "o" in got:
+            try:
+                from workbench.harness import devmem
 
-            return devmem.Shared.open(fds[0], int(desc["device_bytes"]))
-        except Exception as exc:  # noqa: BLE001 - the file, then: slower, not wrong
-            print(f"device outbox not mapped: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return None
+                shared = devmem.Shared.open(got.pop("o"), want["o"])
+            except Exception as exc:  # noqa: BLE001 - the file, then: slower, not wrong
+                print(f"device outbox not mapped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if want["i"]:
+            if "i" not in got:
+                raise RuntimeError("the shared inputs did not arrive")
+            inputs = _inbox.open_shared(self.device, got.pop("i"), want["i"])
+        for fd in got.values():
+            os.close(fd)
+        return shared, inputs
 
     def save(self, slot: int | None, out: Any, fname: str, seed: int | None = None) -> None:
         """A judged output into its outbox slot (a large one: its values at the positions of `seed`); one of
@@ -275,8 +293,6 @@ class _CandidateRun:
     def guard_up(self) -> None:
         self.cand_path = self.sandbox / "candidate.py"
         guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job.spec_path)])
-        if self.gen is not None:
-            self.gen.guard = guard
         opcheck.install_triton_wrappers()
         _guards.wrap_thread_start(guard)
         _guards.wrap_side_streams(guard, torch)
@@ -292,6 +308,7 @@ class _CandidateRun:
                            ("JITFunction", triton.runtime.jit.JITFunction),
                            ("Autotuner", triton.runtime.autotuner.Autotuner), ("harness.opcheck", opcheck),
                            ("harness.compare", _compare), ("harness.plan", _plan), ("harness.rounds", _rounds),
+                           ("harness.inbox", _inbox),
                            ("harness.guards", _guards), ("Guard", Guard), ("OpRecorder", OpRecorder),
                            ("Channel", Channel), ("CandidateJob", CandidateJob)]:
             guard.watch(label, obj)
@@ -349,20 +366,20 @@ class _CandidateRun:
 
     def trials(self, si: int, shape: dict[str, Any], model_new: type) -> Any:
         """Build the model, run every trial (the last refilling the previous trial's buffers), save outputs."""
-        guard, device, gen, timings = self.guard, self.device, self.gen, self.msg["timings_s"]
+        guard, device, timings = self.guard, self.device, self.msg["timings_s"]
         name = shape["name"]
         self.where = f"shape {name}: build"
         init_inputs = _load(self.stage / shape["init"], device)
-        if gen is not None:
-            gen.shape(si)
         torch.manual_seed(shape["model_seed"])
         model = model_new(*init_inputs).to(device)
         buffers: list[Any] | None = None
         for t, fname in enumerate(shape["trials"]):
             self.where = f"shape {name}: trial {t}"
-            fresh = gen.make(fname) if gen is not None else _load(self.stage / fname, device)
+            fresh = self.shared_trial(si, t) if self.layouts is not None else _load(self.stage / fname, device)
             last = t == len(shape["trials"]) - 1
-            if last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
+            if self.layouts is not None:
+                inputs = fresh  # every trial at the shelf's same offsets: the previous trial's buffers, refilled
+            elif last and t > 0 and buffers is not None and _plan.same_layout(buffers, fresh):
                 # Same buffers, new content: a candidate memoizing on pointers returns stale results.
                 _plan.copy_into(buffers, fresh)
                 inputs = buffers
@@ -391,16 +408,25 @@ class _CandidateRun:
             _flag(guard, "no_triton_kernel")
         return model
 
+    def shared_trial(self, si: int, t: int) -> list[Any]:
+        """Trial t of shape si's inputs: asked of the server (`inputs`, in its phase), made by the reference
+        into its shelf, read as views of it."""
+        channel_send(self.chan, {"inputs": [si, t]})
+        reply = channel_recv(self.chan)
+        if reply.get("inputs") != [si, t]:
+            raise RuntimeError(f"the server answered {str(reply)[:80]} to a request for trial inputs")
+        return _inbox.views(self.inputs.tensor, self.layouts[si], 1)[0]
+
     def timed_rounds(self, si: int, shape: dict[str, Any], model: Any) -> None:
-        device, gen, stage, guard = self.device, self.gen, self.stage, self.guard
+        device, stage, guard, layouts = self.device, self.stage, self.guard, self.layouts
         self.where = f"shape {shape['name']}: timing"
         self.chan.send({"timing": si})
         t2 = time.perf_counter()
         reader = _plan.RawReader(device)
 
         def load(order: dict[str, Any]) -> list[list[Any]]:
-            if gen is not None:  # made here, on the device, from the round's seeds
-                return [gen.make(s) for s in order["seeds"]]
+            if layouts is not None:  # made by the reference into its shelf: views of its first sets
+                return _inbox.views(self.inputs.tensor, layouts[si], int(order["sets"]))
             if order["file"].endswith(".raw"):
                 return reader.read(stage / order["file"])
             sets = torch.load(stage / order["file"], weights_only=True, mmap=True)  # no host copy
@@ -418,37 +444,3 @@ class _CandidateRun:
         guard.check_patches()
         for rec in recs:
             self.check_ops(rec)
-
-
-class _InputMaker:
-    """The candidate process's inputs made on its device from seeds (`plan.generate_on`), when the
-    reference process found the spec's `get_inputs()` can (`reference_proc._Reference._device_generation`). The spec is
-    loaded before the process confines itself and before any candidate code exists; the candidate's own
-    code cannot import it (static policy) or open its file (guards)."""
-
-    def __init__(self, job: CandidateJob) -> None:
-        self.device = job.device
-        self.spec = load_spec(job.spec_path, job.overrides or {})
-        self.base = self.spec.constants()
-        self.shapes = [sh["over"] for sh in job.shapes]
-        self.guard: Guard | None = None
-
-    def shape(self, si: int) -> None:
-        _plan.apply_shape(self.spec, self.base, self.shapes[si])
-
-    def make(self, seed: int) -> list[Any]:
-        # The spec's own code runs here, not the candidate's: the guards (which refuse any read of the
-        # spec's file, a warning's source line included) stand aside while it does.
-        was = self.guard.active if self.guard is not None else False
-        if self.guard is not None:
-            self.guard.active = False
-        try:
-            return _plan.generate_on(self.spec, int(seed), self.device)
-        finally:
-            # `torch.initial_seed()` would otherwise say the seed these inputs came from: a fresh one from
-            # the OS CSPRNG replaces it (and the generators' state) before candidate code runs again
-            torch.manual_seed(secrets.randbits(63))
-            if self.guard is not None:
-                self.guard.active = was
-
-

@@ -1,4 +1,5 @@
-"""Device memory one process owns and another maps: the GPU outbox (`outbox.DeviceArena`).
+"""Device memory one process owns and another maps: the GPU outbox (`outbox.Arena`) and the inputs' shelf
+(`inbox.Shelf`).
 
 The candidate process runs in its own PID namespace, across which the CUDA driver refuses legacy IPC
 handles (`cuIpcOpenMemHandle`). The virtual-memory API shares an allocation as a POSIX file descriptor
@@ -59,6 +60,8 @@ def _lib() -> Any:
             "cuMemSetAccess": [u64, sz, ctypes.POINTER(_Access), sz],
             "cuMemsetD8_v2": [u64, ctypes.c_ubyte, sz],
             "cuMemRelease": [u64],
+            "cuMemUnmap": [u64, sz],
+            "cuMemAddressFree": [u64, sz],
         }
         for name, args in sigs.items():
             fn = getattr(lib, name)
@@ -67,9 +70,14 @@ def _lib() -> Any:
     return _LIB
 
 
+_OUT_OF_MEMORY = 2     # CUDA_ERROR_OUT_OF_MEMORY
+
+
 def _check(rc: int, what: str) -> None:
     if rc != 0:
-        raise OSError(f"{what}: CUDA driver error {rc}")
+        # the words the server's memory re-run looks for (`server.out_of_memory`), where they are true
+        why = " (out of memory)" if rc == _OUT_OF_MEMORY else ""
+        raise OSError(f"{what}: CUDA driver error {rc}{why}")
 
 
 def _prop(device: int) -> _Prop:
@@ -129,6 +137,19 @@ class Shared:
                "cuMemExportToShareableHandle")
         torch.cuda.synchronize()
         return cls(ptr, size, handle.value), fd.value
+
+    def close(self) -> None:
+        """Unmap and release the memory (this process's hold: another that mapped it keeps its own until it
+        exits). The tensor is dropped first; a view of it kept elsewhere must not be used after this."""
+        if self.ptr == 0:
+            return
+        self.tensor = None  # type: ignore[assignment]
+        torch.cuda.synchronize()
+        lib = _lib()
+        ptr, self.ptr = self.ptr, 0
+        _check(lib.cuMemUnmap(ptr, self.size), "cuMemUnmap")
+        _check(lib.cuMemAddressFree(ptr, self.size), "cuMemAddressFree")
+        _check(lib.cuMemRelease(self.handle), "cuMemRelease")
 
     @classmethod
     def open(cls, fd: int, size: int) -> Shared:

@@ -3,7 +3,8 @@
 For every job:
 
 1. the reference process (trusted, forked ahead) loads the spec and stages every input in a stage
-   directory, from seeds drawn by the server that no candidate sees;
+   directory, from seeds drawn by the server that no candidate sees (on the GPU it makes them on the device
+   instead, into memory it shares with the candidate when the candidate's turn comes: `inbox.py`);
 2. the static policy checks the candidate's source (`policy.py`): a violation ends the job here;
 3. the baseline is timed, before any candidate code exists, under the server's clock (cached);
 4. the candidate process (forked ahead, confined by `sandbox.py` in its own namespaces and uid)
@@ -39,6 +40,8 @@ from workbench.harness.trusted_messages import (
     BaselineReady,
     CandidateJob,
     EvalRequest,
+    Filled,
+    InputsShared,
     JobResult,
     Prepared,
     ReferenceFailure,
@@ -81,8 +84,9 @@ def run_steps(server: Server, job: EvalRequest, res: JobResult, ref: Link, cand:
     try:
         return _steps(run, cand, res, t0)
     finally:
-        if run.dev_fd >= 0:  # the job ended before the candidate got it
-            os.close(run.dev_fd)
+        for fd in (run.dev_fd, run.inputs_fd):  # the job ended before the candidate got it
+            if fd >= 0:
+                os.close(fd)
 
 
 def _steps(run: _JobRun, cand: Link, res: JobResult, t0: float) -> JobResult:
@@ -177,7 +181,7 @@ class _End(Exception):
         self.status, self.error = status, error
 
 
-R = TypeVar("R", Prepared, BaselineReady, Verdict)
+R = TypeVar("R", Prepared, BaselineReady, InputsShared, Filled, Verdict)
 
 
 def _malformed(exc: Exception) -> _End:
@@ -197,6 +201,8 @@ class _JobRun:
         self.saved: list[tuple[int, int]] = []
         self.null_s = 0.0
         self.dev_fd = -1
+        self.inputs_fd = -1     # the reference's shelf of inputs (`inbox`), until passed on
+        self.fill_s = 0.0       # waits on the reference filling the shelf
 
     def _sample_seed(self, k: int, i: int) -> int:
         """The seed of the positions a large timed output of round k, repetition i is judged at (`outbox`)."""
@@ -240,7 +246,7 @@ class _JobRun:
         self.graphs = self.devgen and srv.device == "cuda" and srv.settings.device_time
         device_stage = int(srv.settings.device_stage_mb * 2**20)
         self.slots = _rounds.device_slots(prep.set_bytes, int(device_stage / 2)) if self.graphs else 0
-        if self.devgen:  # inputs made on the candidate's device from seeds: bounded by device memory, no files
+        if self.devgen:  # inputs made on the device by the reference, shared: bounded by device memory, no files
             self.plan = _rounds.RoundPlan.for_device(srv.device, prep.set_bytes, device_stage)
         else:
             self.plan = _rounds.RoundPlan.for_device(srv.device, prep.set_bytes, int(srv.settings.stage_mb * 2**20),
@@ -332,6 +338,7 @@ class _JobRun:
         if srv.own_mounts and self.sandbox.is_mount() and not _sandbox.resize_box(self.sandbox, size_mb):
             log.warning("could not bound the sandbox tmpfs at %d MB", size_mb)
         deadline = time.monotonic() + self.timeout
+        inputs_bytes = self._share_inputs() if self.devgen else 0
         cand_job = CandidateJob(
             device=srv.device, sandbox=str(self.sandbox), stage=str(self.stage),
             uid=srv.uid_lease.uid if srv.uid_lease else os.getuid(), spec_path=self.job.spec_path,
@@ -339,24 +346,15 @@ class _JobRun:
             devgen=self.devgen, allowed_imports=list(prep.allowed_imports),
             allow_tf32=prep.allow_tf32, overrides=self.job.overrides or {}, outbox=box,
             # its writable tmpfs is host memory too: taken from what it may allocate
-            mem_limit_gb=max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024) + allowance / 2**30)
+            mem_limit_gb=max(0.5, srv.settings.mem_limit_gb - srv.settings.sandbox_mb / 1024) + allowance / 2**30,
+            inputs_bytes=inputs_bytes)
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
         # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
         staged_bytes = prep.set_bytes * (1 + plan.r_max * (plan.rounds + 2))
         stager = RoundStager(srv, self.ref, self.stage, pending, self.deadline_ref,
                              staged_bytes <= _input_cache_bytes(srv.settings))
-        if self.dev_fd >= 0:  # before its job: the candidate maps the memory first thing, still root
-            sock = socket.socket(fileno=os.dup(cand.sock))
-            try:
-                socket.send_fds(sock, [b"o"], [self.dev_fd])
-            except OSError as exc:
-                log.warning("device outbox not passed on: %s", exc)
-                box.pop("device_bytes", None)
-            finally:
-                sock.close()
-                os.close(self.dev_fd)
-                self.dev_fd = -1
+        self._pass_memory(box)  # before its job: the candidate maps the memory first thing, still root
         try:
             cand.send(cand_job.to_wire())
             # Each message only in its phase: `isolated` once, first; `timing` once, for the timed shape,
@@ -365,14 +363,22 @@ class _JobRun:
             if msg.get("kind") == "finished":
                 return msg
             res.isolation = verify_isolation(cand.watch_pid, msg["isolated"], srv.isolate)
-            while True:
-                msg = cand.recv(deadline, expect="timing" if self.timed is not None and res.timing is None
-                                else "finished")
+            # Then, shape by shape, each trial's `inputs` (with shared inputs) in order, and `timing` once, after
+            # the timed shape's trials; then `finished`, which may also come in place of any of them.
+            for step in self._expected():
+                msg = cand.recv(deadline, expect=step[0])
                 if msg.get("kind") == "finished":
                     return msg
+                if step[0] == "inputs":
+                    if msg["inputs"] != list(step[1:]):
+                        raise ProtocolError(f"inputs for {msg['inputs']}, expected {list(step[1:])}")
+                    self._fill(f"trial {step[1]} {step[2]}", {"trial": list(step[1:])})
+                    cand.send({"inputs": list(step[1:])})  # in the shelf now, at the shape's offsets
+                    continue
                 if msg["timing"] != self.timed:
                     raise ProtocolError(f"timing for shape {msg['timing']}, the timed shape is {self.timed}")
                 self._timed_rounds(stager, deadline, judge_total)
+            return cand.recv(deadline, expect="finished")
         except ChildGone as gone:
             status = srv._kill_and_status(cand)
             if gone.why == "timeout":
@@ -394,25 +400,103 @@ class _JobRun:
                 raise _End("bad_spec", "the spec's Model failed: " + e.msg["reference_error"]) from e
             return e.msg
 
+    def _expected(self) -> list[tuple[Any, ...]]:
+        """The candidate's messages after `isolated`, in their order: ("inputs", shape, trial) for each trial
+        when its inputs are shared, ("timing",) after the timed shape's trials."""
+        steps: list[tuple[Any, ...]] = []
+        for si, shape in enumerate(self.prep.shapes):
+            if self.devgen:
+                steps.extend(("inputs", si, t) for t in range(len(shape["trials"])))
+            if si == self.timed:
+                steps.append(("timing",))
+        return steps
+
+    def _share_inputs(self) -> int:
+        """The reference's shelf of inputs (`inbox`), made now for a round's sets (wall-clock or device) and
+        its descriptor taken from the reference's socket: its size in bytes. A shelf that cannot be made
+        after the probe said it could is the harness's failure (with the driver's words: out of memory)."""
+        self.ref.send({"share_inputs": max(self.plan.r_max, self.slots, 1)})
+        shared = self._reply(InputsShared)
+        if isinstance(shared, ReferenceFailure):
+            raise _End("infra_error", "the reference could not share the inputs: " + shared.reference_error[:2000])
+        try:
+            sock = socket.socket(fileno=os.dup(self.ref.sock))
+            try:
+                sock.settimeout(30.0)
+                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+            finally:
+                sock.close()
+        except OSError as exc:
+            raise _End("infra_error", f"the shared inputs' descriptor did not arrive: {exc}") from exc
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise _End("infra_error", "the shared inputs' descriptor did not arrive")
+        self.inputs_fd = fds[0]
+        return shared.shared
+
+    def _pass_memory(self, box: dict[str, Any] | None) -> None:
+        """The reference's shared memory, passed to the candidate in one message before its job: the outbox's
+        device memory (tag `o`) and the shelf of inputs (tag `i`), each where there is one."""
+        tags, fds = b"", []
+        if self.dev_fd >= 0:
+            tags, fds = tags + b"o", fds + [self.dev_fd]
+        if self.inputs_fd >= 0:
+            tags, fds = tags + b"i", fds + [self.inputs_fd]
+        if not fds:
+            return
+        sock = socket.socket(fileno=os.dup(self.cand.sock))
+        try:
+            socket.send_fds(sock, [tags], fds)
+        except OSError as exc:
+            if self.inputs_fd >= 0:
+                raise _End("infra_error", f"the shared inputs were not passed on: {exc}") from exc
+            log.warning("device outbox not passed on: %s", exc)
+            if box is not None:
+                box.pop("device_bytes", None)
+        finally:
+            sock.close()
+            for fd in fds:
+                os.close(fd)
+            self.dev_fd = self.inputs_fd = -1
+
+    def _fill(self, tag: str, order: dict[str, Any]) -> None:
+        """The reference makes the sets of `order` (a trial's, or a round's seeds) into its shelf; its failure
+        is the spec's (`RoundFailure` with its error, which the candidate step turns into `bad_spec`)."""
+        t0 = time.perf_counter()
+        self.ref.send({"fill": tag, **order})
+        filled = self._reply(Filled)
+        self.fill_s += time.perf_counter() - t0
+        if isinstance(filled, ReferenceFailure):
+            raise _rounds.RoundFailure({"reference_error": filled.reference_error})
+        if filled.filled != tag:
+            raise _malformed(ValueError(f"filled {filled.filled!r} when {tag!r} was asked for"))
+
+    def _fill_round(self, k: int, r: int) -> dict[str, Any]:
+        """Round k's r sets, made by the reference from seeds only it and this server know, into the shelf:
+        the `stage` order names how many, never a seed."""
+        self._fill(f"round {k}", {"seeds": self.server._seeds(1, k, r)})
+        return {"stage": k, "sets": r}
+
     def _timed_rounds(self, stager: RoundStager, deadline: float, judge_total: int) -> None:
         srv, res, cand = self.server, self.res, self.cand
-        seeds = self._seeds_of(1)
         # Only the timed rounds hold the device's clock: the candidate's compile and correctness trials (and
         # other jobs') overlap another evaluation's timing; the windows that give a time never do.
         with device_clock(srv.device) as waited:
             t2 = time.perf_counter()
             stats, self.saved, pviol = _rounds.drive(
-                cand, self.plan, deadline, seeds if self.devgen else stager, null_s=self.null_s,
+                cand, self.plan, deadline, self._fill_round if self.devgen else stager, null_s=self.null_s,
                 idle_check=lambda: idle_after_done(cand.watch_pid, srv.settings.after_done_cpu_ms),
                 # without a mount namespace and a uid of its own the candidate could read `pending`: no staging
                 ahead=stager.ahead if srv.isolate and not self.devgen else None,
-                device_stage=seeds if self.graphs else None, device_slots_n=self.slots, judge_total=judge_total,
+                device_stage=self._fill_round if self.graphs else None, device_slots_n=self.slots,
+                judge_total=judge_total,
                 samples=lambda k, which: [self._sample_seed(k, i) for i in which], audit=self._audit_graph)
             res.timings_s["timing"] = time.perf_counter() - t2
         res.timings_s["clock_wait"] = res.timings_s.get("clock_wait", 0.0) + waited
         for name, v in stats.pop("phases_s", {}).items():
             res.timings_s["rounds_" + name] = v
-        res.timings_s["rounds_reference_staging"] = stager.wait_s
+        res.timings_s["rounds_reference_staging"] = stager.wait_s + self.fill_s
         stats["inputs"] = "made on the device" if self.devgen else "staged"
         res.timing = stats
         res.violations.extend(pviol)

@@ -91,10 +91,18 @@ def _kernel_names(v: Any) -> list[str] | None:
     return [_str(x, "kernels", 2000) for x in v]
 
 
+def _pair(v: Any) -> list[int]:
+    """A trial's inputs asked for from the reference's shelf (`inbox`): [shape, trial]."""
+    if type(v) is not list or len(v) != 2:
+        raise SchemaError("inputs: expected [shape, trial]")
+    return [_int(x, "inputs", 0, 1 << 16) for x in v]
+
+
 # kind -> {field: validator}; every message carries exactly its kind's fields and the job's nonce `n`.
 _SCHEMA: dict[str, dict[str, Any]] = {
     "isolated": {"isolated": _isolation},
     "timing": {"timing": lambda v: _int(v, "timing", 0, 1 << 16)},
+    "inputs": {"inputs": _pair},
     "staged": {"staged": lambda v: _int(v, "staged", -1, 1 << 20)},
     "done": {"done": lambda v: _int(v, "done", -1, 1 << 20)},
     "saved": {"saved": lambda v: _int(v, "saved", -1, 1 << 20)},

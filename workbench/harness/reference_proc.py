@@ -1,7 +1,8 @@
 """The reference process (trusted, root): the code that runs in the forked child that loads the spec.
 
 It builds every input from seeds the candidate never learns and writes them into the job's stage
-directory (or, on the GPU, checks that the candidate can make them on its device), lays out the outbox,
+directory (or, on the GPU, makes them on the device into the shelf it shares with the candidate:
+`inbox.py`), lays out the outbox,
 times the baseline under the server's clock, stages the candidate's timed rounds, and at the end judges
 the outputs the candidate left, after the candidate is dead. No candidate code ever runs in this process.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -17,12 +17,12 @@ from typing import Any
 
 import torch
 
+from workbench.harness import inbox as _inbox
 from workbench.harness import outbox as _outbox
 from workbench.harness import outfile as _outfile
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
-from workbench.harness import sandbox as _sandbox
 from workbench.harness.channel import Channel
 from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.input_cache import InputCache
@@ -32,6 +32,8 @@ from workbench.harness.referee import fp64_referee
 from workbench.harness.settings import HarnessSettings
 from workbench.harness.trusted_messages import (
     BaselineReady,
+    Filled,
+    InputsShared,
     Prepared,
     ReferenceFailure,
     ReferenceJob,
@@ -39,29 +41,6 @@ from workbench.harness.trusted_messages import (
     Verdict,
 )
 from workbench.spec import SpecError, load_spec, positional_signature
-
-
-class _FileOpens:
-    """The files opened while it is entered (an audit hook, installed once, in the trusted reference's
-    process only: the candidate's has the guards' own)."""
-    _current: list[str] | None = None
-    _installed = False
-
-    def __enter__(self) -> _FileOpens:
-        if not _FileOpens._installed:
-            sys.addaudithook(_FileOpens._hook)
-            _FileOpens._installed = True
-        self.paths: list[str] = []
-        _FileOpens._current = self.paths
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _FileOpens._current = None
-
-    @staticmethod
-    def _hook(event: str, args: tuple) -> None:
-        if event == "open" and _FileOpens._current is not None and args and isinstance(args[0], (str, bytes)):
-            _FileOpens._current.append(os.fsdecode(args[0]))
 
 
 class _Reference:
@@ -86,6 +65,8 @@ class _Reference:
         self.arena: _outbox.Arena | None = None
         self.device_error = ""  # why the GPU outbox is a file (the result says)
         self.trial_samples: list[int | None] = []
+        self.layouts: dict[int, _inbox.SetLayout] = {}  # each shape's input set, when the inputs are shared
+        self.shelf: _inbox.Shelf | None = None
 
     def prepare(self) -> Prepared:
         """Write every shape's init inputs and trial inputs into the stage; describe the job."""
@@ -100,9 +81,16 @@ class _Reference:
             trials: list[Any] = []
             for t in range(self.plan.trials):
                 seed = self.plan.trial_seed(si, t)
-                if devgen:  # the candidate makes the same values on its device from the seed
+                if devgen:  # made again into the shared shelf when the candidate asks: no seed, no file for it
                     inputs = _plan.generate_on(self.spec, seed, self.device)
-                    trials.append(seed)
+                    layout = _inbox.describe(inputs, self.device)
+                    if layout is None or self.layouts.setdefault(si, layout) != layout:
+                        # a set the shelf cannot hold as it is, or another layout from another seed: staged
+                        self._devgen = False
+                        self.devgen_off = "get_inputs() gives sets of varying or unshareable layouts"
+                        self.layouts.clear()
+                        return self.prepare()
+                    trials.append(None)
                 else:
                     inputs = _plan.build_inputs(self.spec, seed, "cpu", self.icache)
                     torch.save(inputs, self.stage / f"in_{si}_{t}.pt")
@@ -112,7 +100,8 @@ class _Reference:
                 if si == self.timed:
                     set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
             shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
-                           "model_seed": self.plan.model_seed(si), "over": over})
+                           "model_seed": self.plan.model_seed(si), "over": over,
+                           "inputs": self.layouts[si].to_dict() if devgen else None})
         for p in self.stage.iterdir():
             os.chmod(p, 0o644)
         outbox = self._make_outbox()
@@ -197,35 +186,90 @@ class _Reference:
         return self.models[si]
 
     def _device_generation(self) -> bool:
-        """On the GPU, timed inputs are generated there (`get_inputs()` under `torch.device`): host RNG
-        costs seconds per evaluation for large inputs (2 x 16M randn: about 0.3 s a set). Decided once per
-        job, so the judge regenerates exactly what was staged; for specs whose `get_inputs()` fails there or
-        returns anything but device tensors and scalars, or is not the same twice from one seed, the
-        host's. On by default on the GPU (`WB_DEVICE_INPUTS=off` turns it off); on the CPU only when asked
-        (the tests run the same path there). With it, the candidate makes its inputs the same way
-        (`candidate_proc._InputMaker`): nothing is staged through files or host memory."""
+        """On the GPU, inputs are made there (`get_inputs()` under `torch.device`) by this process, into the
+        shelf it shares with the candidate (`inbox.py`): host RNG costs seconds per evaluation for large
+        inputs (2 x 16M randn: about 0.3 s a set), and the candidate's process never runs `get_inputs()` nor
+        learns a seed. Decided once per job, so the judge makes exactly what was shared again; for specs
+        whose `get_inputs()` fails there, returns anything but dense device tensors and scalars (`inbox.
+        describe`), is not the same twice from one seed or lays out another seed's set otherwise, and where
+        the memory cannot be shared, the host's (staged through files). On by default on the GPU
+        (`WB_DEVICE_INPUTS=off` turns it off); on the CPU only when asked (the tests run the same path
+        there, the shelf a sealed memfd)."""
         if self._devgen is None:
             self._devgen = False
             if self.settings.device_inputs_for(self.device):  # on the CPU: a test of the same path
                 try:
-                    with _FileOpens() as opened:
-                        probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
+                    probe = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
                     again = _plan.generate_on(self.spec, self.plan.timing_seed(0), self.device)
-                    self._devgen = all(same_values(a, b) for a, b in zip(probe, again)) and all(
-                        x.device.type == self.device if isinstance(x, torch.Tensor)
-                        else isinstance(x, (bool, int, float, str, type(None))) for x in probe)
-                    del probe, again
-                    # The candidate makes the same inputs once confined, where the spec's data files (the
-                    # ATen suite's samples beside it) are out of sight: such a spec's inputs are staged.
-                    code = _sandbox.code_paths(())  # its job never named the spec's trusted packages
-                    unseen = [f for f in opened.paths if not _sandbox.seen_when_confined(f, code)]
-                    if unseen and self._devgen:
-                        self._devgen = False
-                        self.devgen_off = f"get_inputs() reads {Path(unseen[0]).name}, out of the candidate's sight"
+                    same = all(same_values(a, b) for a, b in zip(probe, again))
+                    del again
+                    layout = _inbox.describe(probe, self.device)
+                    del probe
+                    other = _inbox.describe(_plan.generate_on(self.spec, self.plan.timing_seed(1), self.device),
+                                            self.device)
+                    if not same:
+                        self.devgen_off = "get_inputs() is not the same twice from one seed"
+                    elif layout is None or other != layout:
+                        self.devgen_off = "get_inputs() gives sets the shared memory cannot hold as they are"
+                    elif not self._can_share():
+                        pass  # `devgen_off` says why
+                    else:
+                        self._devgen = True
                 except Exception as exc:  # noqa: BLE001 - the spec's inputs need the host: generate them there
                     self._devgen = False
                     self.devgen_off = f"get_inputs() fails on the device: {type(exc).__name__}"
         return self._devgen
+
+    def _can_share(self) -> bool:
+        """Whether this process can share memory with the candidate's (a socket to pass it over; on the GPU a
+        driver that makes shareable memory: tried on one page)."""
+        if self.sock < 0:
+            self.devgen_off = "no socket to share the inputs over"
+            return False
+        try:
+            shelf = _inbox.Shelf(self.device, 1)
+        except Exception as exc:  # noqa: BLE001 - the driver refused: staged through files, then
+            self.devgen_off = f"inputs not shareable: {type(exc).__name__}: {exc}"[:200]
+            return False
+        os.close(shelf.fd)
+        shelf.close()
+        return True
+
+    def share_inputs(self, sets: int) -> InputsShared:
+        """The shelf (`inbox.Shelf`), made now (after the baseline, whose own sets are freed by then) for
+        `sets` of the timed shape's sets or one trial set of any shape; its descriptor sent to the server."""
+        import socket
+
+        nbytes = max([sets * self.layouts[self.timed].stride] + [lay.stride for lay in self.layouts.values()])
+        self.shelf = _inbox.Shelf(self.device, nbytes)
+        try:
+            with socket.socket(fileno=os.dup(self.sock)) as sock:
+                socket.send_fds(sock, [b"i"], [self.shelf.fd])
+        finally:
+            os.close(self.shelf.fd)
+        return InputsShared(shared=self.shelf.size)
+
+    def fill(self, tag: str, si: int, seeds: list[int]) -> Filled:
+        """Shape si's sets of `seeds`, made one at a time into the shelf (positions 0..): the candidate reads
+        them next. What the making left in the caching allocator goes back to the driver."""
+        assert self.shelf is not None
+        _plan.apply_shape(self.spec, self.base, self.plan.shapes[si][1])
+        layout = self.layouts[si]
+        if len(seeds) * layout.stride > self.shelf.size:
+            raise ValueError(f"{len(seeds)} sets do not fit the shared inputs")
+        for i, seed in enumerate(seeds):
+            made = _plan.generate_on(self.spec, int(seed), self.device)
+            self.shelf.put_at(i, made, layout)
+            del made
+        sync(self.device)
+        _release_cache(self.device)
+        return Filled(filled=tag, sets=len(seeds))
+
+    def free_inputs(self) -> None:
+        """The shelf freed (the candidate is dead: the judge makes its inputs again from their seeds)."""
+        if self.shelf is not None:
+            self.shelf.close()
+            self.shelf = None
 
     def timed_sets(self, seeds: list[int], cache: bool = False) -> list[list[Any]]:
         """The timed shape's inputs of `seeds`: on the device when `_device_generation`, else on the host
@@ -413,7 +457,18 @@ def run_reference(job: ReferenceJob, chan: Channel, settings: HarnessSettings, s
                 where = Path(cmd.get("dir") or ref.stage)
                 name = ref.make_round(cmd["make_round"], cmd["seeds"], where, bool(cmd.get("cache")))
                 chan.send(RoundMade(made=cmd["make_round"], file=name).to_wire())
+            elif "share_inputs" in cmd:
+                chan.send(ref.share_inputs(int(cmd["share_inputs"])).to_wire())
+            elif "fill" in cmd:
+                if "trial" in cmd:
+                    si, t = (int(x) for x in cmd["trial"])
+                    filled = ref.fill(str(cmd["fill"]), si, [ref.plan.trial_seed(si, t)])
+                else:
+                    filled = ref.fill(str(cmd["fill"]), ref.timed, [int(x) for x in cmd["seeds"]])
+                chan.send(filled.to_wire())
             elif "judge" in cmd:
+                ref.free_inputs()
+                _release_cache(ref.device)
                 verdict = ref.judge(Path(cmd["judge"]["sandbox"]), [tuple(x) for x in cmd["judge"]["timed"]])
                 chan.send(verdict.to_wire())
                 return

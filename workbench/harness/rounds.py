@@ -378,10 +378,12 @@ class _Graph:
             _instantiate(self.graph)
 
     def fill(self, sets: list[list[Any]]) -> None:
-
+        """The round's fresh sets into the captured slots; sets made by the reference into its shelf
+        (`inbox`) already lie there (the same memory: nothing to copy)."""
         for slot, new in zip(self.slots, sets):
             for a, b in zip(slot, new):
-                if isinstance(a, bound.Tensor):
+                if isinstance(a, bound.Tensor) and not (bound.data_ptr(a) == bound.data_ptr(b)
+                                                         and bound.shape(a) == bound.shape(b)):
                     bound.copy_(a, b)
 
 

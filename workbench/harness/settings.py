@@ -26,7 +26,8 @@ class HarnessSettings:
     stage_mb: float = 512.0                 # WB_STAGE_MB
     # All the sets one evaluation stages for the candidate's rounds: lowers the timed rounds for huge inputs.
     stage_total_mb: float = 3072.0          # WB_STAGE_TOTAL_MB
-    # One round's sets when the candidate makes its inputs on its device (`candidate_proc._InputMaker`).
+    # One round's sets when the reference makes the inputs on the device and shares them (`inbox.py`): the
+    # shelf's size.
     device_stage_mb: float = 4096.0         # WB_DEVICE_STAGE_MB
     # What the candidate may allocate itself (resident memory on the GPU, address space on the CPU), on top
     # of what the harness stages into its process: an honest kernel at published sizes is never killed.

@@ -4,12 +4,12 @@
 client's request to the server (`EvalRequest`), the server's result to the client (`JobResult`), and the
 job the server hands each forked child before it runs anything of the job (`ReferenceJob` for the reference
 process, `CandidateJob` for the candidate's, sent before any candidate code exists), and the reference
-process's replies to the server (`Prepared`, `BaselineReady`, `RoundMade`, `Verdict`, or `ReferenceFailure`
-in place of any, decoded by `reference_reply` for the phase the server is in). Each is encoded as one
-JSON object (`to_wire`) and decoded by `from_wire`, which checks every field's type and bound and refuses a
-key it does not know, so a reader follows a job across processes by attribute, never by string key. The
-nested summaries (a timing's statistics, a judge's counts, an outbox's layout) stay mappings, bounded in size
-here and read by the module that made them (`rounds.py`, `outbox.py`).
+process's replies to the server (`Prepared`, `BaselineReady`, `RoundMade`, `InputsShared`, `Filled`,
+`Verdict`, or `ReferenceFailure` in place of any, decoded by `reference_reply` for the phase the server is
+in). Each is encoded as one JSON object (`to_wire`) and decoded by `from_wire`, which checks every field's
+type and bound and refuses a key it does not know, so a reader follows a job across processes by attribute,
+never by string key. The nested summaries (a timing's statistics, a judge's counts, an outbox's layout)
+stay mappings, bounded in size here and read by the module that made them (`rounds.py`, `outbox.py`).
 
 All four modules that use them are trusted: the client (`__init__.py`, the caller's process), the fork
 server and its job pipeline (`server.py`, `job_pipeline.py`), the reference process (`reference_proc.py`);
@@ -197,18 +197,19 @@ class CandidateJob(_Wire):
     timed: int | None = None        # the shape whose rounds the server clocks
     sig: dict[str, Any] = field(default_factory=dict)  # Model's positional signatures (`spec`)
     allowed_ops: list[str] = field(default_factory=list)
-    devgen: bool = False            # inputs made on the candidate's device from seeds, not staged
+    devgen: bool = False            # inputs made by the reference into memory it shares (`inbox`), not staged
     allowed_imports: list[str] = field(default_factory=list)
     allow_tf32: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     outbox: dict[str, Any] | None = None  # the reference's outbox (`outbox.Layout`), None: files
     mem_limit_gb: float = 8.0
+    inputs_bytes: int = 0           # with `devgen`: the reference's shelf of inputs (`inbox`), passed as a descriptor
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "device": _text, "spec_path": _text, "shapes": _LIST, "sandbox": _text, "stage": _text, "uid": _int,
         "timed": _optional(_int), "sig": _DICT, "allowed_ops": _names, "devgen": _bool,
         "allowed_imports": _names, "allow_tf32": _bool, "overrides": _DICT, "outbox": _optional(_DICT),
-        "mem_limit_gb": _number}
+        "mem_limit_gb": _number, "inputs_bytes": _natural}
 
 
 @dataclass
@@ -270,7 +271,7 @@ class Prepared(_Reply):
     set_bytes: int                  # one input set of the timed shape, in bytes
     sig: dict[str, Any]             # Model's positional signatures
     plan: dict[str, Any]            # the shapes' names and the timed one (the result's `plan`)
-    devgen: bool = False            # inputs made on the device from seeds
+    devgen: bool = False            # inputs made on the device by the reference, shared (`inbox`)
     devgen_off: str = ""            # why they are staged instead, where they are
     allow_tf32: bool = False
     timing_basis: str = "device"    # the spec's TIMING
@@ -307,6 +308,31 @@ class RoundMade(_Reply):
     file: str
 
     _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {"made": _natural, "file": _text}
+
+
+@dataclass
+class InputsShared(_Reply):
+    """The reference made its shelf of inputs (`inbox.Shelf`, `shared` bytes) and sent its descriptor over
+    the socket (`_Reference.share_inputs` -> `_JobRun.candidate`)."""
+
+    KIND: ClassVar[str] = "shared"
+
+    shared: int
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {"shared": _natural}
+
+
+@dataclass
+class Filled(_Reply):
+    """The sets the server asked for (`filled`: its tag, a trial's or a round's) are in the shelf at
+    positions 0..`sets`-1 (`_Reference.fill` -> `_JobRun`)."""
+
+    KIND: ClassVar[str] = "filled"
+
+    filled: str
+    sets: int
+
+    _CHECKS: ClassVar[dict[str, Callable[[Any], Any]]] = {"filled": _text, "sets": _natural}
 
 
 MAX_PROBLEMS = 256        # problems a verdict lists (the result shows the first 8)
@@ -383,5 +409,5 @@ def reference_reply(msg: Any, expect: type[R]) -> R | ReferenceFailure:
     return expect.from_wire(msg)
 
 
-__all__ = ["BaselineReady", "CandidateJob", "EvalRequest", "JobResult", "Prepared", "ReferenceFailure",
-           "ReferenceJob", "RoundMade", "Verdict", "WireError", "reference_reply"]
+__all__ = ["BaselineReady", "CandidateJob", "EvalRequest", "Filled", "InputsShared", "JobResult", "Prepared",
+           "ReferenceFailure", "ReferenceJob", "RoundMade", "Verdict", "WireError", "reference_reply"]
