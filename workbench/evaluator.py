@@ -7,7 +7,10 @@ every backend ends in `workbench.harness.Harness.evaluate`.
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
+import math
 import queue
 import threading
 from concurrent.futures import Future
@@ -16,15 +19,17 @@ from typing import Any
 from workbench.jobs import EvalJob, Evaluator
 from workbench.result import EvalResult, Status
 
-__all__ = ["EvalJob", "Evaluator", "LocalPoolEvaluator", "make_evaluator"]
+__all__ = ["EvalJob", "Evaluator", "InOrder", "LocalPoolEvaluator", "make_evaluator"]
 
 log = logging.getLogger(__name__)
 
 
 class LocalPoolEvaluator(Evaluator):
-    """K harness servers on this machine, each evaluating one candidate at a time.
+    """K harness servers on this machine, each evaluating one candidate at a time; a waiting job with a
+    lower `EvalJob.order` goes first, equal orders in submission order.
 
-    On a GPU machine keep `workers=1` per GPU: two candidates timed on one GPU disturb each other.
+    Servers on one GPU time one candidate at a time (the device clock, `platforms.clock`): the others
+    compile and check while it times.
     """
 
     def __init__(self, workers: int = 1, device: str = "auto") -> None:
@@ -33,7 +38,10 @@ class LocalPoolEvaluator(Evaluator):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self._device = device
-        self._queue: "queue.Queue[tuple[EvalJob, Future[EvalResult]] | None]" = queue.Queue()
+        # (order, submission number, job and its future); the stop sentinel sorts after every job
+        self._queue: "queue.PriorityQueue[tuple[float, int, tuple[EvalJob, Future[EvalResult]] | None]]" = (
+            queue.PriorityQueue())
+        self._seq = itertools.count()
         self._harnesses = [Harness(device=device) for _ in range(workers)]
         self._busy: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -50,7 +58,7 @@ class LocalPoolEvaluator(Evaluator):
 
     def submit(self, job: EvalJob) -> "Future[EvalResult]":
         fut: Future[EvalResult] = Future()
-        self._queue.put((job, fut))
+        self._queue.put((float(job.order), next(self._seq), (job, fut)))
         return fut
 
     def in_flight(self) -> dict[str, int]:
@@ -59,7 +67,7 @@ class LocalPoolEvaluator(Evaluator):
 
     def _loop(self, harness: Any, name: str) -> None:
         while True:
-            item = self._queue.get()
+            _, _, item = self._queue.get()
             if item is None:
                 return
             job, fut = item
@@ -78,11 +86,29 @@ class LocalPoolEvaluator(Evaluator):
 
     def close(self) -> None:
         for _ in self._threads:
-            self._queue.put(None)
+            self._queue.put((math.inf, next(self._seq), None))
         for t in self._threads:
             t.join(timeout=5)
         for h in self._harnesses:
             h.close()
+
+
+class InOrder(Evaluator):
+    """Another evaluator's view that gives every job it submits one `order` (the suite: a problem's start),
+    so a local pool serves older problems first. Closing it leaves the shared evaluator open."""
+
+    def __init__(self, inner: Evaluator, order: float) -> None:
+        self.inner, self.order = inner, float(order)
+
+    def submit(self, job: EvalJob) -> "Future[EvalResult]":
+        return self.inner.submit(dataclasses.replace(job, order=self.order))
+
+    @property
+    def capacity(self) -> int:
+        return self.inner.capacity
+
+    def in_flight(self) -> dict[str, int]:
+        return self.inner.in_flight()
 
 
 def make_evaluator(kind: str = "local", *, workers: int = 1, device: str = "auto", **kwargs: Any) -> Evaluator:

@@ -33,6 +33,10 @@ class EvalJob:
     # The clock the fitness compares: "device" (CUDA-graph replay, what do_bench measures; the default)
     # or "wall" (per call, host launch included). None: the spec's `TIMING`, else "device".
     timing: str | None = None
+    # Which waiting job a local evaluator runs first (lower first, then in submission order): the suite
+    # gives every job of a problem the problem's start, so the oldest problem's candidates go first and
+    # problems finish one after another instead of all together (a run cut off loses less work)
+    order: float = 0.0
 
 
 class Evaluator(abc.ABC):

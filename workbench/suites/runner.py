@@ -194,7 +194,8 @@ class SuiteRunner:
                                   "spec_path": row.spec_path, "verdict": "not_run", "correct": False,
                                   "fitness": 0.0, "speedup": 0.0, "runtime_us": None, "baseline_us": None,
                                   "compile_baseline_us": None, "speedup_vs_compile": None, "best_kernel": None,
-                                  "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.draft}}
+                                  "diagnosis": "", "sizes": None, "seed": {"mode": self.cfg.draft},
+                                  "started_at": round(t0, 3)}
         try:
             status = self._evaluate_problem(row, record)
         except EvaluatorUnavailable:
@@ -262,7 +263,8 @@ class SuiteRunner:
         from workbench.evaluator import EvalJob
 
         job = EvalJob(spec_path=row.spec_path, candidate_source=source, device=self.cfg.search.device,
-                      trials=self.cfg.search.trials, timeout_s=self.cfg.search.timeout_s, overrides=overrides)
+                      trials=self.cfg.search.trials, timeout_s=self.cfg.search.timeout_s, overrides=overrides,
+                      order=record["started_at"])
         res = self.evaluator.submit(job).result()
         _fill_from_result(record, res)
         record["evaluations"] = 1
@@ -270,12 +272,14 @@ class SuiteRunner:
 
     def _search(self, row: ProblemRow, record: dict[str, Any], seed_path: Path | None,
                 overrides: dict[str, Any]) -> str:
+        from workbench.evaluator import InOrder
         from workbench.search import SearchError, optimize
 
         try:
             search = self.cfg.for_problem(row.spec_path, [str(seed_path)] if seed_path else [], overrides,
                                           str(self.path / "search"))
-            run = optimize(config=search, evaluator=self.evaluator, progress=False)
+            # the problem's jobs wait behind older problems' jobs: problems finish one after another
+            run = optimize(config=search, evaluator=InOrder(self.evaluator, record["started_at"]), progress=False)
         except SearchError as exc:
             record["diagnosis"] = f"search: {exc}"
             return "failed"
