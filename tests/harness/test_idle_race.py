@@ -30,3 +30,18 @@ def test_asleep_elsewhere_past_the_bound_is_still_work(monkeypatch):
 def test_reaching_the_read_after_spending_cpu_is_still_work(monkeypatch):
     _fake(monkeypatch, blocked=[False, True], runnable=False, cpu_ns=[0, 100_000, 50_000_000])
     assert jp.idle_after_done(1234, cpu_ms=3.0) is False
+
+
+def test_a_refusal_says_which_rule_fired(monkeypatch):
+    monkeypatch.setattr(jp, "_syscall", lambda pid: "202")
+    _fake(monkeypatch, blocked=[False, False], runnable=False, cpu_ns=[0, 100_000, 100_000])
+    why: list[str] = []
+    assert jp.idle_after_done(1234, cpu_ms=3.0, why=why) is False
+    assert len(why) == 1 and why[0].startswith("asleep off its command pipe (syscall 202")
+    _fake(monkeypatch, blocked=[False, True], runnable=False, cpu_ns=[0, 100_000, 50_000_000])
+    why.clear()
+    assert jp.idle_after_done(1234, cpu_ms=3.0, why=why) is False
+    assert why[0].startswith("50.00 ms of CPU before its read, over 3 ms")
+    _fake(monkeypatch, blocked=[False, True], runnable=False, cpu_ns=[0, 100_000, 100_000])
+    why.clear()
+    assert jp.idle_after_done(1234, cpu_ms=3.0, why=why) is True and why == []

@@ -112,12 +112,19 @@ def finish(res: JobResult, status: str, error: str, t0: float) -> JobResult:
     return res
 
 
-def idle_after_done(pid: int, cpu_ms: float) -> bool | None:
+def idle_after_done(pid: int, cpu_ms: float, why: list[str] | None = None) -> bool | None:
     """After `done`: the candidate's main thread must go straight to waiting on its command pipe. No
     grace period: from the moment this server holds `done`, the thread may spend at most
     `cpu_ms` (`WB_AFTER_DONE_CPU_MS`) of CPU time (its own clock, `schedstat`, so a loaded host does not count) before
     it is blocked in read(); work done after `done` is `reported_done_early`. None where /proc says
-    nothing (a kernel without the files)."""
+    nothing (a kernel without the files). A refusal appends its reason to `why` (the report says which
+    rule fired, and where the thread was)."""
+
+    def refuse(reason: str) -> bool:
+        if why is not None:
+            why.append(f"{reason} (syscall {_syscall(pid)}, waited {time.monotonic() - t0:.3f} s)")
+        return False
+
     cpu0 = _thread_cpu_ns(pid)
     t0 = time.monotonic()
     while True:
@@ -128,19 +135,22 @@ def idle_after_done(pid: int, cpu_ms: float) -> bool | None:
             break
         cpu = _thread_cpu_ns(pid)
         if cpu0 is not None and cpu is not None and cpu - cpu0 > cpu_ms * 1e6:
-            return False  # working after `done`, however the host is loaded
+            # working after `done`, however the host is loaded
+            return refuse(f"{(cpu - cpu0) / 1e6:.2f} ms of CPU after done, over {cpu_ms:g} ms")
         waited = time.monotonic() - t0
         # Asleep anywhere but its pipe (waiting on a thread that works on) after 0.5 s is work after `done`;
         # runnable but not yet run is a loaded host's scheduler: its own CPU clock above decides, up to 10 s.
         if waited > 0.5 and not (waited < 10.0 and _runnable(pid)):
             if _blocked_in_read(pid):  # it reached its read between this loop's two looks: idle, not asleep
                 break
-            return False
+            return refuse("asleep off its command pipe")
         time.sleep(0.0002)
     cpu1 = _thread_cpu_ns(pid)
     if cpu0 is None or cpu1 is None:
         return True
-    return cpu1 - cpu0 <= cpu_ms * 1e6
+    if cpu1 - cpu0 > cpu_ms * 1e6:
+        return refuse(f"{(cpu1 - cpu0) / 1e6:.2f} ms of CPU before its read, over {cpu_ms:g} ms")
+    return True
 
 
 def verify_isolation(pid: int, claimed: dict[str, Any] | None, enforced: bool) -> dict[str, Any]:
@@ -480,13 +490,14 @@ class _JobRun:
 
     def _timed_rounds(self, stager: RoundStager, deadline: float, judge_total: int) -> None:
         srv, res, cand = self.server, self.res, self.cand
+        after_done: list[str] = []
         # Only the timed rounds hold the device's clock: the candidate's compile and correctness trials (and
         # other jobs') overlap another evaluation's timing; the windows that give a time never do.
         with device_clock(srv.device) as waited:
             t2 = time.perf_counter()
             stats, self.saved, pviol = _rounds.drive(
                 cand, self.plan, deadline, self._fill_round if self.devgen else stager, null_s=self.null_s,
-                idle_check=lambda: idle_after_done(cand.watch_pid, srv.settings.after_done_cpu_ms),
+                idle_check=lambda: idle_after_done(cand.watch_pid, srv.settings.after_done_cpu_ms, after_done),
                 # without a mount namespace and a uid of its own the candidate could read `pending`: no staging
                 ahead=stager.ahead if srv.isolate and not self.devgen else None,
                 device_stage=self._fill_round if self.graphs else None, device_slots_n=self.slots,
@@ -498,6 +509,9 @@ class _JobRun:
             res.timings_s["rounds_" + name] = v
         res.timings_s["rounds_reference_staging"] = stager.wait_s + self.fill_s
         stats["inputs"] = "made on the device" if self.devgen else "staged"
+        if after_done:  # which rule fired on `done` (the first time), for the report
+            stats["after_done"] = after_done[0]
+            log.warning("after done: %s", after_done[0])
         res.timing = stats
         res.violations.extend(pviol)
 
@@ -600,6 +614,15 @@ def _runnable(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "R"
     except (OSError, IndexError):
         return False
+
+
+def _syscall(pid: int) -> str:
+    """The main thread's system call now (`/proc/<pid>/syscall`'s first field), for a report."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            return (f.read().split() or ["?"])[0]
+    except OSError:
+        return "?"
 
 
 def _blocked_in_read(pid: int) -> bool | None:
