@@ -172,6 +172,19 @@ def _i0(x):
     r = tl.where(a == float("inf"), float("inf"), r)
     return tl.where(x != x, x, r)
 ''',
+    "_gcd": '''@triton.jit
+def _gcd(a, b):
+    # Euclid's loop as c10's calc_gcd (|a|, |b|; while a != 0: a, b = b % a, a), each lane stopping at its own
+    # zero inside a loop that runs until every lane of the block has (at most 93 steps for 64-bit values)
+    a = tl.abs(a)
+    b = tl.abs(b)
+    while tl.max((a != 0).to(tl.int32)) > 0:
+        t = a
+        nz = a != 0
+        a = tl.where(nz, b % tl.where(nz, a, 1), 0)
+        b = tl.where(nz, t, b)
+    return b
+''',
     "_lgamma": '''@triton.jit
 def _lgamma(x):
     # log|Gamma(x)|: Lanczos (g = 7, 9 terms) for x >= 0.5, reflection log(pi / |sin(pi x)|) - lgamma(1 - x)
@@ -405,6 +418,55 @@ def _ldexp(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> 
     return f"({cast(vals[0], c)} * tl.exp2({cast(vals[1], c)}))"
 
 
+_INT_BITS = {torch.int8: 8, torch.uint8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64}
+
+
+def _shift(left: bool) -> Handler:
+    """a << b and a >> b as ATen's CPU kernels: a shift outside [0, width) gives 0 (left) or a >> (width - 1)
+    for signed, 0 for unsigned (right); the shift amount is read signed (uint8's 200 is -56: out of range).
+    LLVM leaves such shifts undefined, so the amount is clamped before the shift and the result chosen after."""
+    def f(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+        if c not in _INT_BITS:
+            raise NotImplementedError(f"bit shift of {c}")
+        w = _INT_BITS[c]
+        a, b = cast(vals[0], c), cast(vals[1], c)
+        if vals[0].dtype is None:  # a scalar shifted by a tensor: the scalar in the tensor's dtype
+            a = f"tl.full([], {a}, {TL_DTYPE[c]})"
+        if vals[1].dtype is None:
+            b = f"tl.full([], {b}, {TL_DTYPE[c]})"
+        signed = f"{b}.to(tl.int8, bitcast=True)" if c == torch.uint8 else b
+        bad = f"(({signed} < 0) | ({b} >= {w - (0 if left or c == torch.uint8 else 1)}))"
+        safe = f"tl.where({bad}, 0, {b})"
+        if left:
+            return f"tl.where({bad}, 0, {a} << {safe})"
+        edge = f"({a} >> {w - 1})" if c != torch.uint8 else "0"
+        return f"tl.where({bad}, {edge}, {a} >> {safe})"
+    return f
+
+
+def _c_int(c: torch.dtype) -> torch.dtype:
+    """The type C++ computes an int8/uint8/int16 expression in (int), so |.| and products wrap as eager's do."""
+    return torch.int32 if _INT_BITS.get(c, 64) < 32 else c
+
+
+def _gcd(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+    if c not in _INT_BITS:
+        raise NotImplementedError(f"gcd of {c}")
+    w = _c_int(c)
+    return f"{_h('_gcd', used)}({cast(vals[0], w)}, {cast(vals[1], w)}).to({TL_DTYPE[c]})"
+
+
+def _lcm(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> str:
+    """ATen's lcm: 0 where gcd is 0, else |a / g * b| computed in C++'s promoted int (int8 91 and -8: -728,
+    |.| 728, stored as -40), truncated to the dtype on the way out."""
+    if c not in _INT_BITS:
+        raise NotImplementedError(f"lcm of {c}")
+    w = _c_int(c)
+    a, b = cast(vals[0], w), cast(vals[1], w)
+    g = f"{_h('_gcd', used)}({a}, {b})"
+    return f"tl.where({g} == 0, 0, tl.abs({a} // tl.where({g} == 0, 1, {g}) * {b})).to({TL_DTYPE[c]})"
+
+
 POINTWISE: dict[str, Handler] = {
     "add": _add,
     "sub": lambda v, a, c, u: _add(v, a, c, u, "-"),
@@ -460,6 +522,8 @@ POINTWISE: dict[str, Handler] = {
     "logical_and": _logical("&"), "logical_or": _logical("|"), "logical_xor": _logical("^"),
     "logical_not": lambda v, a, c, u: f"({cast(v[0], torch.bool)} == 0)",
     "bitwise_and": _bitwise("&"), "bitwise_or": _bitwise("|"), "bitwise_xor": _bitwise("^"),
+    "bitwise_left_shift": _shift(True), "bitwise_right_shift": _shift(False), "__lshift__": _shift(True),
+    "__rshift__": _shift(False), "gcd": _gcd, "lcm": _lcm,
     "bitwise_not": lambda v, a, c, u: f"({cast(v[0], torch.bool)} == 0)" if c == torch.bool else f"(~{cast(v[0], c)})",
     "sign": _sign, "sgn": _sign,
     "signbit": lambda v, a, c, u: f"({cast(v[0], torch.float32)} < 0)",
