@@ -105,6 +105,16 @@ def _combinations(x: torch.Tensor, r: int = 2, with_replacement: bool = False) -
     return x[idx]
 
 
+def _one_hot(x: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
+    """F.one_hot: ATen's checks read min and max with .item(); a given class count is a comparison with an arange,
+    an inferred one (max + 1, a value) is one_hot.py's `workbench::one_hot_infer`."""
+    if num_classes < 0:
+        from workbench.lowering import one_hot  # noqa: F401 - defines torch.ops.workbench.one_hot_infer
+
+        return torch.ops.workbench.one_hot_infer(x)
+    return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(torch.int64)
+
+
 def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
               reduction: Any = "mean", zero_infinity: bool = False) -> torch.Tensor:
     """F.ctc_loss / torch.ctc_loss: ATen's `_ctc_loss` returns log_alpha sized by max(target_lengths) (a value), so
@@ -198,6 +208,8 @@ class _CaptureOverrides(TorchFunctionMode):
             return _lstsq(*args, **kwargs)
         if func is torch.combinations:
             return _combinations(*args, **kwargs)
+        if func is torch.nn.functional.one_hot:
+            return _one_hot(*args, **kwargs)
         if func in (torch.tensor_split, torch.Tensor.tensor_split) and self.split_values is not None:
             a = _bound(args, kwargs, ("input", "indices_or_sections", "dim"))
             t = a.get("indices_or_sections", a.pop("tensor_indices_or_sections", None))
