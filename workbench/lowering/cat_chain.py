@@ -12,13 +12,25 @@ C0 + L*g, in L + 1 launches instead of L*(L+3)/2.
 Only where it is safe: the sizes along dim of the inputs after the first cat are plain ints (the buffer is
 sized before they exist), and no cat but the last is a graph output, directly or through glue views (an
 output must not alias another tensor). A cat fused into a group is left alone.
+
+An input whose every user is a cat of its chain, made by a convolution or pointwise kernel, is not copied: that
+kernel stores it into its slice of the buffer (`direct_writes`; the slice is a strided view, `buf.narrow(dim,
+offset, size)`: the buffer's channel and batch strides, its data pointer at the offset). A dense block then
+launches one copy, of its input; a single cat whose inputs all come from such kernels (an Inception module's
+four branches) launches none. The kernel that runs first allocates the buffer, sized from its own output shape
+and the inputs' sizes along dim (ints, or read from tensors that already exist; otherwise the input is
+copied). An input used by anything but its chain's cats (a graph output, another kernel) keeps its copy.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
+import torch
 import torch.fx as fx
 
+from workbench.lowering import families
+from workbench.lowering.epilogue import torch_dtype
 from workbench.lowering.glue import GLUE
 from workbench.lowering.graph import dtype, packet, val
 
@@ -29,6 +41,20 @@ class Chain:
     dim: int
     new: dict[fx.Node, list[fx.Node]] = field(default_factory=dict)   # cat -> the inputs it copies
     extra: int = 0                             # channels of the inputs after the first cat (ints)
+    flat: list[fx.Node] = field(default_factory=list)   # the last cat's inputs, chained cats read through
+    direct: dict[fx.Node, Into] = field(default_factory=dict)  # inputs their producer stores in place
+    alloc: fx.Node | None = None               # the direct input whose kernel allocates the buffer; None: cat 1
+
+
+@dataclass(eq=False)
+class Into:
+    """A cat input that its producer's kernel stores into its slice of the chain's buffer."""
+
+    chain: Chain
+    node: fx.Node
+    alloc: bool                                # its kernel runs first and allocates the buffer
+    # the sizes along dim it needs of other inputs: ints, or (a tensor made before it, its dim of that size)
+    sizes: dict[fx.Node, int | tuple[fx.Node, int]] = field(default_factory=dict)
 
 
 def _dim(node: fx.Node) -> int:
@@ -84,7 +110,7 @@ def plan(graph: fx.Graph, fused: set[fx.Node] | dict) -> dict[fx.Node, Chain]:
                 joined = tail
                 break
         if joined is None:
-            c = Chain([node], d, {node: own})
+            c = Chain([node], d, {node: own}, flat=own)
             seq[node] = own
         else:
             c = chain_of[joined]
@@ -93,7 +119,135 @@ def plan(graph: fx.Graph, fused: set[fx.Node] | dict) -> dict[fx.Node, Chain]:
             c.members.append(node)
             c.new[node] = added
             c.extra += sum(val(t).shape[d] for t in added)
+            c.flat = flat
             seq[node] = flat
         chain_of[node] = c
         tails.append(node)
     return {n: c for n, c in chain_of.items() if len(c.members) > 1}
+
+
+def _emit_pos(graph: fx.Graph, group_of: dict) -> dict[fx.Node, int]:
+    """node -> its place in the forward: a group's members are computed where its last member is."""
+    pos = {n: i for i, n in enumerate(graph.nodes)}
+    return {n: pos[group_of[n].last] if n in group_of else i for n, i in pos.items()}
+
+
+def _writable(t: fx.Node, c: Chain, group_of: dict) -> bool:
+    """Whether t's kernel can store it into its slice: a convolution (the batch and channel strides of its output
+    are arguments, its spatial dims stay contiguous: a cat along dim 0 or 1) or a pointwise kernel (every
+    stride), t read by its chain's cats only, once in the buffer, in the buffer's dtype."""
+    g = group_of.get(t)
+    if g is None or g.pattern is not None or t.op != "call_function":
+        return False
+    fam = families.of_group(g).name
+    if not (fam == "pointwise" or (fam == "conv" and c.dim <= 1)):
+        return False
+    v, out = val(t), val(c.members[-1])
+    return (not set(t.users) - set(c.members) and c.flat.count(t) == 1 and dtype(t) == out.dtype
+            and v.dim() == out.dim())
+
+
+def _size_source(u: fx.Node, d: int, at: int, emit: dict[fx.Node, int],
+                 inputs: list[fx.Node]) -> int | tuple[fx.Node, int] | None:
+    """u's size along d as a kernel launched at `at` can read it: an int, u's own dim when u is made before, or
+    a graph input's dim of the same symbolic size (the batch); None when none is known there."""
+    s = val(u).shape[d]
+    if isinstance(s, int):
+        return s
+    if emit[u] < at:
+        return (u, d)
+    for x in inputs:
+        for k, xs in enumerate(val(x).shape):
+            if str(xs) == str(s):
+                return (x, k)
+    return None
+
+
+def direct_writes(graph: fx.Graph, chains: dict[fx.Node, Chain], group_of: dict) -> dict[fx.Node, Chain]:
+    """Mark the cat inputs whose kernels store them in place (Chain.direct; their groups' `into`), and return
+    `chains` with the single cats that gain such an input as chains of one."""
+    emit = _emit_pos(graph, group_of)
+    inputs = [n for n in graph.nodes if n.op == "placeholder" and isinstance(val(n), torch.Tensor)]
+    out = dict(chains)
+    for node in graph.nodes:
+        if (node.op == "call_function" and packet(node) == "cat" and node not in group_of and node not in out
+                and val(node) is not None and val(node).dim() > 0 and cat_inputs(node)):
+            own = cat_inputs(node)
+            out[node] = Chain([node], _dim(node), {node: own}, flat=own)
+    for c in {id(c): c for c in out.values()}.values():
+        first = emit[c.members[0]]
+        for t in sorted((t for t in c.flat if _writable(t, c, group_of)), key=emit.__getitem__):
+            at = emit[t]
+            # the sizes along dim the kernel needs (t's own comes from its output shape)
+            allocates = c.alloc is None and at < first
+            need = [u for u in (c.flat if allocates else c.flat[:c.flat.index(t)]) if u is not t]
+            sizes = {u: _size_source(u, c.dim, at, emit, inputs) for u in need}
+            if all(v is not None for v in sizes.values()):
+                c.direct[t] = Into(c, t, allocates, sizes)
+                if allocates:
+                    c.alloc = t
+                group_of[t].into[t] = c.direct[t]
+    return {n: c for n, c in out.items() if len(c.members) > 1 or c.direct}
+
+
+def _size(into: Into, u: fx.Node, names: dict[fx.Node, str], shape: str) -> str:
+    if u is into.node:
+        return f"{shape}[{into.chain.dim}]"
+    s = into.sizes[u]
+    return str(s) if isinstance(s, int) else f"{names[s[0]]}.shape[{s[1]}]"
+
+
+def _sum(terms: list[str]) -> str:
+    ints = sum(int(t) for t in terms if t.isdigit())
+    return " + ".join([t for t in terms if not t.isdigit()] + ([str(ints)] if ints or not terms else [])) or "0"
+
+
+def out_lines(outputs: list[fx.Node], names: dict[fx.Node, str], shape: str, into_of: dict) -> list[str]:
+    """A kernel's output tensors (`shape`: its output shape, a variable of the launch): each a fresh buffer, or
+    its slice of a cat chain's buffer (`into_of`: the group's `into`), allocated first when this kernel runs
+    before the chain's other writers."""
+    lines, views = [], []
+    for n in outputs:
+        into = into_of.get(n)
+        if into is None:
+            views.append(f"{names[n]} = torch.empty({shape}, dtype={torch_dtype(dtype(n))}, device=dev)")
+            continue
+        c, d = into.chain, into.chain.dim
+        buf = names[c.members[-1]]
+        if into.alloc:
+            total = _sum([_size(into, u, names, shape) for u in c.flat])
+            lines.append(f"{buf} = torch.empty([*{shape}[:{d}], {total}, *{shape}[{d + 1}:]], "
+                         f"dtype={torch_dtype(dtype(n))}, device=dev)")
+        off = _sum([_size(into, u, names, shape) for u in c.flat[:c.flat.index(n)]])
+        views.append(f"{names[n]} = {buf}.narrow({d}, {off}, {shape}[{d}])  # its slice of the cat's buffer")
+    return lines + views
+
+
+def chain_cat_launch(name: str, node: fx.Node, chain: Chain, names: dict[fx.Node, str],
+                     copy: Callable[[str, str, str], list[str]]) -> list[str]:
+    """The launch lines of a cat of a chain: the first allocates the buffer (the last cat's output) unless a
+    producer did, each copies the inputs its predecessor lacked that no producer stored in place (`copy(kernel,
+    dst, src)`: copies.py's strided copy, passed in: copies.py names this module's Chain), after the filled
+    prefix, and is that prefix (the last: all of it)."""
+    d = chain.dim
+    buf, fill = names[chain.members[-1]], f"_fill_{names[chain.members[-1]]}"
+    new = chain.new[node]
+    launch = []
+    if node is chain.members[0]:
+        if chain.alloc is None:
+            x0 = names[new[0]]
+            size = " + ".join([f"{names[x]}.shape[{d}]" for x in new] + [str(chain.extra)])
+            launch.append(f"{buf} = torch.empty([*{x0}.shape[:{d}], {size}, *{x0}.shape[{d + 1}:]], "
+                          f"dtype={torch_dtype(dtype(node))}, device=dev)")
+        launch.append(f"{fill} = 0")
+    for x in new:
+        if x not in chain.direct:
+            launch += [f"_dv = {buf}.narrow({d}, {fill}, {names[x]}.shape[{d}])",
+                       *copy(name, "_dv", names[x])]
+        launch.append(f"{fill} = {fill} + {names[x]}.shape[{d}]")
+    if node is not chain.members[-1]:
+        launch.append(f"{names[node]} = {buf}.narrow({d}, 0, {fill})")
+        return launch
+    while launch and launch[-1].startswith(f"{fill} = "):  # the last cat: no later cat reads the fill
+        launch.pop()
+    return launch

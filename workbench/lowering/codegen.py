@@ -243,7 +243,9 @@ class Emitter:
                     self.ops.append(name)
         group_of = partition(self.graph)
         used_outside = outside_users(self.graph, group_of)
-        self.cat_chains = cat_chain.plan(self.graph, group_of)
+        # growing cats share one buffer; a convolution or pointwise kernel whose output only its chain's cats
+        # read stores it into its slice of that buffer instead of a copy kernel moving it there
+        self.cat_chains = cat_chain.direct_writes(self.graph, cat_chain.plan(self.graph, group_of), group_of)
         last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}
         dev_set = False
         for node in self.graph.nodes:
@@ -279,6 +281,8 @@ class Emitter:
     def emit_group(self, g: Group, mat: list[fx.Node]) -> None:
         for m in g.members:
             self.name(m)
+        for into in g.into.values():
+            self.name(into.chain.members[-1])  # the buffer it stores into
         fam = families.of_group(g)
         if g.anchor is not None and isinstance(val(g.anchor), (tuple, list)):  # (values, indices) of max.dim
             self.tuple_vars[g.anchor] = [self.names[g.anchor] + "_0", self.names[g.anchor] + "_1"]
@@ -335,14 +339,15 @@ class Emitter:
         if p in glue.GLUE and not copies.constant_output(node):
             self.lines += glue.GLUE[p](v, node, self.expr)
             return
-        if node in self.cat_chains:  # one buffer for a chain of growing cats, each input copied once
+        if node in self.cat_chains:  # one buffer for a chain of growing cats, each input copied once (or stored)
             chain = self.cat_chains[node]
             self.name(chain.members[-1])
-            _, launch = self.add_kernel("cat", lambda nm: copies.chain_cat_kernel(nm, node, chain, self.names,
-                                                                                  self.expr))
-            self.tunables |= set(copies.TUNABLES)
+            name = "__KNAME__"
+            if any(x not in chain.direct for x in chain.new[node]):
+                name, _ = self.add_kernel("cat", lambda nm: (copies.copy_source(nm, val(node).dim()), [], set()))
+                self.tunables |= set(copies.TUNABLES)
             self.lines.append(f"# {op_name(node).removeprefix('aten.')} (chained)")
-            self.lines += launch
+            self.lines += cat_chain.chain_cat_launch(name, node, chain, self.names, copies._copy_launch)
             return
         prim = primitives.lookup(p)
         if prim is not None:

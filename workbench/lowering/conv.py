@@ -28,8 +28,9 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
+from workbench.lowering import cat_chain
 from workbench.lowering import pointwise as pw
-from workbench.lowering.epilogue import Unsupported, build_body, store_lines, torch_dtype
+from workbench.lowering.epilogue import Unsupported, build_body, store_lines
 from workbench.lowering.families import Family, Space, register_family, register_space
 from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.partition import Group
@@ -357,11 +358,17 @@ def _conv_source(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Nod
         L.append(f"acc += tl.load(b_ptr + cog, mask=cmask, other=0.0).to(tl.float32){C_}")
     L.append(f"omask = pmask{P_} & cmask{C_}")
     L += body.lines
-    L += store_lines(body, f"pn{P_} * (COUT * OSP) + cog{C_} * OSP + osp{P_}", "omask")
+    # an output stored into its slice of a cat's buffer (cat_chain.py) has that buffer's batch and channel
+    # strides; its positions stay contiguous (a cat along dim 0 or 1)
+    strided = [j for j, n in enumerate(body.outputs) if n in group.into]
+    L += store_lines(body, [f"pn{P_} * out{j}_sn + cog{C_} * out{j}_sc + osp{P_}" if j in strided else
+                            f"pn{P_} * (COUT * OSP) + cog{C_} * OSP + osp{P_}" for j in range(len(body.outputs))],
+                     "omask")
     params = (["x_ptr", "w_ptr"] + (["b_ptr"] if has_bias else []) +
               [f"out{j}_ptr" for j in range(len(body.outputs))] + [f"in{q}_ptr" for q in range(len(body.inputs))] +
               [f"sc{q}" for q in range(len(body.scalars))] +
               ["P", "PSP", "OSP", "R", "NCB", "CIN_G", "COUT_G", "COUT"] + (["COUT_GP"] if direct else []) +
+              [f"out{j}_s{c}" for j in strided for c in "nc"] +
               [f"I{d}" for d in sp] +
               [f"O{d}" for d in sp] + [f"J{d}" for d in sp] + [f"K{d}" for d in sp] +
               [f"sx{d}" for d in range(S + 2)] + [f"sw{d}" for d in range(S + 2)] +
@@ -377,7 +384,8 @@ def _conv_source(name: str, group: Group, mat: list[fx.Node], names: dict[fx.Nod
            f'{loop} reduction; epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
     launch = _launch(name, body, names, x, w, b if has_bias else None, transposed, G, stride, padding,
-                     dilation, output_padding, classes, ncls, tap, prec, bf16 and not (dw or direct), dw, direct)
+                     dilation, output_padding, classes, ncls, tap, prec, bf16 and not (dw or direct), dw, direct,
+                     group.into)
     return src, launch, body.helpers
 
 
@@ -391,7 +399,7 @@ def _numel(shape: list[int]) -> int:
 def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, b: fx.Node | None,  # noqa: ANN001
             transposed: bool, G: int, stride: list[int], padding: list[int], dilation: list[int],
             output_padding: list[int], classes: bool, ncls: int, tap: bool, prec: str, bf16: bool,
-            dw: bool = False, direct: bool = False) -> list[str]:
+            dw: bool = False, direct: bool = False, into: dict | None = None) -> list[str]:
     xv, wv = names[x], names[w]
     launch = [f"_N, _CIN = {xv}.shape[0], {xv}.shape[1]", f"_I = {xv}.shape[2:]", f"_K = {wv}.shape[2:]"]
     if transposed:
@@ -427,8 +435,8 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
                    f"_wd = _wd.view(_CIN_G, *_K, {G} * _COUT_GP).movedim(-1, 0)"]
         wv = "_wd"
     outs = [names[n] for n in body.outputs]
-    launch += [f"{ov} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
-               for ov, n in zip(outs, body.outputs)]
+    into = into or {}
+    launch += cat_chain.out_lines(body.outputs, names, "_shape", into)
     strd, exp = [], []
     for q, node in enumerate(body.inputs):
         launch.append(f"_e{q} = {names[node]}.expand(_shape)")
@@ -436,7 +444,8 @@ def _launch(name: str, body, names: dict[fx.Node, str], x: fx.Node, w: fx.Node, 
         exp.append(f"_e{q}")
     args = [xv, wv] + ([names[b]] if b is not None else []) + outs + exp + \
         [names[s] for s in body.scalars] + ["_N * _PSP", "_PSP", "_OSP", "_R", "_NCB", "_CIN_G", "_COUT_G", "_COUT"] + \
-        (["_COUT_GP"] if direct else []) + ["*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
+        (["_COUT_GP"] if direct else []) + [f"*{names[n]}.stride()[:2]" for n in body.outputs if n in into] + \
+        ["*_I", "*_O", "*_J", "*_K", f"*{xv}.stride()", f"*{wv}.stride()"] + strd
     big = ", ".join([xv, wv] + outs + exp)
     bp, bc = ("DW_BLOCK_P", "DW_BLOCK_C") if dw else ("CONV_BLOCK_P", "_BCO")
     nw, stages = "CONV_NUM_WARPS", ", num_stages=CONV_NUM_STAGES"

@@ -128,7 +128,8 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
     return body
 
 
-def store_lines(body: Body, offset: str, mask: str) -> list[str]:
+def store_lines(body: Body, offset: str | list[str], mask: str) -> list[str]:
+    """The stores of the body's outputs at `offset` (one for all, or one per output)."""
     lines = []
     vals = body.values  # type: ignore[attr-defined]
     for j, node in enumerate(body.outputs):
@@ -136,7 +137,7 @@ def store_lines(body: Body, offset: str, mask: str) -> list[str]:
         target = dtype(node)
         expr = v.expr if v.dtype == target else (pw.narrow(v.expr, target, body.helpers) if v.dtype == torch.float32
                                                  else f"{v.expr}.to({pw.TL_DTYPE[target]})")
-        lines.append(f"tl.store(out{j}_ptr + {offset}, {expr}, mask={mask})")
+        lines.append(f"tl.store(out{j}_ptr + {offset if isinstance(offset, str) else offset[j]}, {expr}, mask={mask})")
     return lines
 
 

@@ -41,6 +41,8 @@ class Group:
     # epilogue members (also in `nodes`) of a wider shape than the keepdim output: some reduced dims put back
     # (`wide_dims`); the kernel computes them per row on a [rows, K] tile
     wide: list[fx.Node] = field(default_factory=list)
+    # members the kernel stores into their slice of a cat chain's buffer (cat_chain.direct_writes: node -> Into)
+    into: dict[fx.Node, Any] = field(default_factory=dict)
 
     @property
     def members(self) -> list[fx.Node]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch.fx as fx
 
+from workbench.lowering import cat_chain
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Body, build_body, store_lines, torch_dtype
 from workbench.lowering.families import Family, Space, register_family, register_space
@@ -54,11 +55,6 @@ def _input_args(body: Body, names: dict[fx.Node, str], shape: str) -> tuple[list
     return prep, ptrs, strides
 
 
-def _alloc(body: Body, shape: str, outs: list[str]) -> list[str]:
-    return [f"{o} = torch.empty({shape}, dtype={torch_dtype(dtype(n))}, device=dev)"
-            for o, n in zip(outs, body.outputs)]
-
-
 def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
                      names: dict[fx.Node, str]) -> tuple[str, list[str], set[str]]:
     r = rank(group.nodes[0])
@@ -82,9 +78,14 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
             lines.append(f"t{d} = {rest} // size{d}")
             rest = f"t{d}"
         lines.append(f"i0 = {rest}")
-    lines += body.lines + store_lines(body, "offs", "mask")
+    # an output stored into its slice of a cat's buffer (cat_chain.py) is addressed by its strides (coalesced
+    # with the inputs'); of rank 1 the slice is contiguous
+    strided = [j for j, n in enumerate(body.outputs) if n in group.into] if r > 1 else []
+    lines += body.lines + store_lines(body, [" + ".join(f"i{d} * out{j}_s{d}" for d in range(r)) if j in strided
+                                             else "offs" for j in range(len(body.outputs))], "mask")
     sig = ", ".join(params[:len(body.outputs) + len(body.inputs) + len(body.scalars)] + ["n", "n0"] + sizes
                     + params[len(body.outputs) + len(body.inputs) + len(body.scalars):] +
+                    [f"out{j}_s{d}" for j in strided for d in range(r)] +
                     ["BLOCK: tl.constexpr", "IDX64: tl.constexpr", "SWZ: tl.constexpr"])
     doc = f'    """Fused pointwise: {", ".join(n.name for n in group.nodes)} (rank {r}, broadcast by strides)."""'
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
@@ -94,23 +95,24 @@ def pointwise_kernel(name: str, group: Group, mat: list[fx.Node],
     ext = [names[n] for n in body.inputs]
     launch = [f"_shape = _bshape({', '.join(f'{e}.shape' for e in ext)})" if ext else
               f"_shape = {_static_shape(group.nodes[0])}"]
-    launch += _alloc(body, shape, outs)
+    launch += cat_chain.out_lines(body.outputs, names, shape, group.into)
     prep, ptrs, strides = _input_args(body, names, shape)
     launch += prep
     launch.append("_n = _numel(_shape)")
+    views = [outs[j] for j in strided]
     # adjacent dims merged where every input's strides allow (`_coalesce`): a norm's apply over [B, C, H, W]
     # with x, its per-row statistics and a [C, H, W] weight splits its flat index once, not three times
     if r > 1:
-        launch.append(f"_cs, _cst = _coalesce(_shape{''.join(', ' + x for x in ptrs)})")
+        launch.append(f"_cs, _cst = _coalesce(_shape{''.join(', ' + x for x in ptrs + views)})")
         launch.append("_n0, _swz = _swizzle(_cs, _cst, BLOCK)")
         sizes = [f"_cs[{d}]" for d in range(1, r)]
-        strides = [f"*_cst[{k}]" for k in range(len(ptrs))]
+        strides = [f"*_cst[{k}]" for k in range(len(ptrs) + len(views))]
     else:
         launch.append("_n0, _swz = 1, False")
         sizes = []
     args = outs + ptrs + [names[s] for s in body.scalars] + ["_n", "_n0"] + sizes + strides
     launch.append(f"if _n: {name}[(triton.cdiv(_n, BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, num_warps=NUM_WARPS, "
-                  f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs)}), SWZ=_swz)")
+                  f"IDX64=_idx64(_n{''.join(', ' + x for x in ptrs + views)}), SWZ=_swz)")
     return src, launch, body.helpers
 
 
