@@ -268,14 +268,11 @@ class _JobRun:
         if not box or not box.get("device_bytes"):
             return -1
         try:
-            sock = socket.socket(fileno=os.dup(self.ref.sock))
-            try:
-                sock.settimeout(30.0)
-                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
-            finally:
-                sock.close()
+            fds = _descriptors_from(self.ref.sock)
             if len(fds) == 1:
                 return fds[0]
+            for fd in fds:
+                os.close(fd)
         except OSError as exc:
             log.warning("no device outbox: %s", exc)
         box.pop("device_bytes", None)
@@ -430,12 +427,7 @@ class _JobRun:
         if isinstance(shared, ReferenceFailure):
             raise _End("infra_error", "the reference could not share the inputs: " + shared.reference_error[:2000])
         try:
-            sock = socket.socket(fileno=os.dup(self.ref.sock))
-            try:
-                sock.settimeout(30.0)
-                _, fds, _, _ = socket.recv_fds(sock, 16, 1)
-            finally:
-                sock.close()
+            fds = _descriptors_from(self.ref.sock)
         except OSError as exc:
             raise _End("infra_error", f"the shared inputs' descriptor did not arrive: {exc}") from exc
         if len(fds) != 1:
@@ -614,6 +606,17 @@ def _runnable(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "R"
     except (OSError, IndexError):
         return False
+
+
+def _descriptors_from(sock_fd: int) -> list[int]:
+    """The file descriptors the reference passed on its socket (SCM_RIGHTS), waited for at most 30 s."""
+    sock = socket.socket(fileno=os.dup(sock_fd))
+    try:
+        sock.settimeout(30.0)
+        _, fds, _, _ = socket.recv_fds(sock, 16, 1)
+    finally:
+        sock.close()
+    return fds
 
 
 def _syscall(pid: int) -> str:
