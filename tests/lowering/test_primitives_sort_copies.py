@@ -98,10 +98,12 @@ def _lower_one(spec: Path, args: str, expr: str, inputs: str):  # noqa: ANN202 -
 
 
 def test_sort_limits_are_diagnosed(tmp_path: Path) -> None:
-    """64-bit keys and rows longer than one block are named, not run through torch."""
-    res = _lower_one(tmp_path / "sort64.py", "x", "torch.sort(x, dim=1)[0]", "torch.randn(3, 5, dtype=torch.float64)")
-    assert res.source is None and res.diagnosis == "unsupported: aten.sort.default on torch.float64 (the sort keys " \
-        "are 32 bits)"
+    """Dtypes without keys are named, not run through torch (64-bit values sort since 2026-12-07:
+    tests/lowering/test_sort_wide.py)."""
+    res = _lower_one(tmp_path / "sort_f8.py", "x", "torch.sort(x, dim=1)[0]",
+                     "torch.randn(3, 5).to(torch.float8_e4m3fn)")
+    assert res.source is None and res.diagnosis.startswith("unsupported: aten.sort.default on torch.float8_e4m3fn"), \
+        res.diagnosis
 
 
 SORTED = "torch.sort(torch.randint(-4, 5, ({},)).to(DT), dim=-1).values"   # ties: equal boundaries and values

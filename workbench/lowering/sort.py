@@ -9,8 +9,9 @@ complemented), and the column breaks ties, so sorting the keys (a bitonic networ
 Padding sorts after everything. Values are read back through the sorted indices (exact in every
 dtype). kthvalue/median pick one column per row: k - 1, the lower median (the first nan when a row has
 one, as torch), or nanmedian's median of the non-nan values.
-Keys are 32 bits: 64-bit dtypes (int64, float64) are reported unsupported, and so are rows longer than
-MAX_N (one row must fit in registers; at 8192 the GPU spills, not measured there yet).
+Keys are 32 bits: 64-bit dtypes (int64, float64) sort twice, the low halves then the high halves (`_wide_keys`).
+Rows longer than MAX_N are reported unsupported (one row must fit in registers; at 8192 the GPU spills, not
+measured there yet).
 """
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def _sort_rows(x, BM: tl.constexpr, LOG_N: tl.constexpr):
 '''
 _FLOAT_KEYS = (torch.float32, torch.float16, torch.bfloat16)
 _INT_KEYS = (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+_WIDE_KEYS = (torch.int64, torch.float64)  # two passes of 32-bit keys (`_wide_keys`)
 
 
 def _arg(node: fx.Node, i: int, name: str, default):  # noqa: ANN001, ANN202 - small local accessor
@@ -82,21 +84,45 @@ def _params(node: fx.Node) -> tuple[str, int | None, int, bool, bool]:
     return p, dim, 0, False, bool(_arg(node, 2, "keepdim", False))
 
 
-def _body(mode: str, floating: bool, descending: bool) -> list[str]:
-    kt = "tl.float32" if floating else "tl.int32"
+def _wide_keys(floating: bool, descending: bool) -> list[str]:
+    """64-bit values (int64, float64): two stable passes of 32-bit keys, least significant half first (LSD radix
+    order): the low halves (unsigned) with the column, then the high halves (signed, offset) in that order with
+    the position, so ties of the whole value keep their columns' order; `idx` is pass 1's index at pass 2's."""
+    L = (["x = tl.where(x == 0, 0.0, x)", "b = x.to(tl.int64, bitcast=True)",
+          "b = tl.where(b < 0, b ^ 0x7FFFFFFFFFFFFFFF, b)"] if floating else ["b = x"])
+    L += ["hi = (b >> 32) + 2147483648", "lo = b & 4294967295"]
+    if floating:  # every nan above +inf, equal to each other
+        L += ["hi = tl.where(x != x, 4294967295, hi)", "lo = tl.where(x != x, 4294967295, lo)"]
+    if descending:
+        L += ["hi = 4294967295 - hi", "lo = 4294967295 - lo"]
+    pad = "tl.where(m, {0}, cols[None, :] + tl.zeros_like({0}))"  # padding (and rows past M) sorts last
+    return L + ["key = tl.where(m, (lo << 31) | cols[None, :].to(tl.int64), 9223372036854775807)",
+                "first = _sort_rows(key, SORT_BLOCK_M, SORT_LOG) & 2147483647",
+                f"first = {pad.format('first')}",
+                "key = tl.where(m, (tl.gather(hi, first, 1) << 31) | cols[None, :].to(tl.int64), "
+                "9223372036854775807)",
+                "pos2 = _sort_rows(key, SORT_BLOCK_M, SORT_LOG) & 2147483647",
+                f"idx = tl.gather(first, {pad.format('pos2')}, 1)"]
+
+
+def _body(mode: str, floating: bool, descending: bool, wide: bool = False) -> list[str]:
+    kt = ("tl.float64" if floating else "tl.int64") if wide else ("tl.float32" if floating else "tl.int32")
     L = ["rows = tl.program_id(0).to(tl.int64) * SORT_BLOCK_M + tl.arange(0, SORT_BLOCK_M)",
          "cols = tl.arange(0, 1 << SORT_LOG)", "m = (rows[:, None] < M) & (cols[None, :] < N)",
          "ptr = x_ptr + rows[:, None] * x_sm", f"x = tl.load(ptr + cols[None, :] * x_sn, mask=m, other=0).to({kt})"]
-    if floating:
+    if wide:
+        L += _wide_keys(floating, descending)
+    elif floating:
         L += ["x = tl.where(x == 0, 0.0, x)",
               "b = x.to(tl.int32, bitcast=True)", "b = tl.where(b < 0, b ^ 0x7FFFFFFF, b)",
               "key = b.to(tl.int64) + 2147483648", "key = tl.where(x != x, 4294967295, key)"]
     else:
         L.append("key = x.to(tl.int64) + 2147483648")
-    if descending:
+    if descending and not wide:
         L.append("key = 4294967295 - key")
-    L += ["key = tl.where(m, (key << 31) | cols[None, :].to(tl.int64), 9223372036854775807)",
-          "idx = _sort_rows(key, SORT_BLOCK_M, SORT_LOG) & 2147483647"]
+    if not wide:
+        L += ["key = tl.where(m, (key << 31) | cols[None, :].to(tl.int64), 9223372036854775807)",
+              "idx = _sort_rows(key, SORT_BLOCK_M, SORT_LOG) & 2147483647"]
     if mode in ("all", "topk"):
         return L + ["keep = (rows[:, None] < M) & (cols[None, :] < K)",
                     "out = rows[:, None] * K + cols[None, :]",
@@ -118,8 +144,8 @@ def _body(mode: str, floating: bool, descending: bool) -> list[str]:
 def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
     x = node.args[0]
     dt = dtype(x)
-    if dt not in _FLOAT_KEYS + _INT_KEYS:
-        raise Unsupported(f"unsupported: {op_name(node)} on {dt} (the sort keys are 32 bits)")
+    if dt not in _FLOAT_KEYS + _INT_KEYS + _WIDE_KEYS:
+        raise Unsupported(f"unsupported: {op_name(node)} on {dt}")
     mode, dim, k, desc, keepdim = _params(node)
     r = val(x).dim()
     whole = dim is None
@@ -131,7 +157,7 @@ def sort_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
     doc = (f'    """{packet(node)} along the last axis of x viewed as [M, N]: a stable bitonic sort of '
            f'(value, column) keys{", descending" if desc else ""}."""')
     sig = "x_ptr, vals_ptr, idx_ptr, M, N, x_sm, x_sn, K, SORT_BLOCK_M: tl.constexpr, SORT_LOG: tl.constexpr"
-    body = _body(mode, dt in _FLOAT_KEYS, desc)
+    body = _body(mode, dt in _FLOAT_KEYS or dt == torch.float64, desc, dt in _WIDE_KEYS)
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + ["    " + ln for ln in body]) + "\n"
     xv, v = names[x], names[node]
     if whole:
