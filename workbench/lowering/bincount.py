@@ -21,7 +21,8 @@ from workbench.lowering.primitives import Primitive, register
 TUNABLES = ("BLOCK", "NUM_WARPS")
 _INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
-_SRC = '''@triton.jit
+# the host reads max(x) to size the output: bincount's length, one_hot's inferred class count (one_hot.py)
+MAX_SRC = '''@triton.jit
 def __KNAME___max(x_ptr, mx_ptr, n, BLOCK: tl.constexpr):
     """max(x) into mx[0] (an int64 cell holding -1 before the launch)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -29,7 +30,9 @@ def __KNAME___max(x_ptr, mx_ptr, n, BLOCK: tl.constexpr):
     # -1 past the end only after the cast: `other=-1` would be uint8's 255
     v = tl.where(m, tl.load(x_ptr + offs, mask=m, other=0).to(tl.int64), -1)
     tl.atomic_max(mx_ptr, tl.max(v, 0))
+'''
 
+_SRC = MAX_SRC + '''
 
 @triton.jit
 def __KNAME___count(x_ptr, w_ptr, out_ptr, n, WEIGHTED: tl.constexpr, BLOCK: tl.constexpr):

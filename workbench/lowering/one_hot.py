@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
+from workbench.lowering.bincount import MAX_SRC
 from workbench.lowering.epilogue import Unsupported
 from workbench.lowering.graph import dtype, op_name
 from workbench.lowering.primitives import Primitive, register
@@ -30,14 +31,7 @@ def _(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty([*x.shape, n], dtype=torch.int64)
 
 
-_SRC = '''@triton.jit
-def __KNAME___max(x_ptr, mx_ptr, n, BLOCK: tl.constexpr):
-    """max(x) into mx[0] (an int64 cell holding -1 before the launch)."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    v = tl.where(m, tl.load(x_ptr + offs, mask=m, other=0).to(tl.int64), -1)
-    tl.atomic_max(mx_ptr, tl.max(v, 0))
-
+_SRC = MAX_SRC + '''
 
 @triton.jit
 def __KNAME___write(x_ptr, out_ptr, total, nc, BLOCK: tl.constexpr):
