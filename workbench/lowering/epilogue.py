@@ -17,6 +17,9 @@ from workbench.lowering import pointwise as pw
 from workbench.lowering.graph import dtype, is_sym_node, is_tensor_node, packet, val
 from workbench.lowering.partition import Group
 
+# unsigned dtypes and their modulus (a negative scalar in a ring op is taken modulo it)
+_UNSIGNED = {torch.uint8: 2 ** 8}
+
 
 class Unsupported(Exception):
     """An op (or a form of it) with no primitive: str(exc) is the aten op name or the reason."""
@@ -106,6 +109,11 @@ def build_body(group: Group, materialize: list[fx.Node], idx: list[str], mask: s
         if packet(node) in ("_to_copy", "to", "clone", "alias", "lift_fresh_copy", "convert_element_type"):
             tensor_like = [operand(args[0])]
         out_dt = dtype(node)
+        if out_dt in _UNSIGNED and packet(node) in ("add", "sub", "rsub", "mul"):
+            # Triton refuses an unsigned tensor with a negative scalar; in a ring op the scalar modulo 2**bits
+            # gives eager's wrapped result (uint8 addmm with alpha=-2: x * 254)
+            tensor_like = [pw.Val(pw.literal(a % _UNSIGNED[out_dt]), None) if type(a) is int and a < 0 else v
+                           for a, v in zip(args, tensor_like)]
         if packet(node) == "div" and node.target.namespace == "prims" and not out_dt.is_floating_point:
             args = args[:2] + ["trunc"]  # prims.div truncates integers
         try:

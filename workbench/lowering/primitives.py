@@ -21,7 +21,8 @@ MODULES = ("templates", "pointwise", "conv", "pool", "scan", "sort", "bucketize"
            "rnn", "special", "softmax", "scatter_reduce", "compaction", "view_copies",
            "logcumsumexp", "distances", "adaptive_pool", "uniques", "histc", "mode", "repeat_interleave",
            "linalg_small", "polygamma", "grid_sample", "linalg_jacobi", "linalg_qr", "linalg_exp", "linalg_ldl",
-           "hash_tensor", "segment_reduce", "histogram", "igamma", "fft_real", "ctc", "bincount", "one_hot")
+           "hash_tensor", "segment_reduce", "histogram", "igamma", "fft_real", "ctc", "bincount", "one_hot",
+           "int_matmul")
 
 
 @dataclass(frozen=True)
