@@ -9,6 +9,8 @@ leave it unable to reach anything that decides a verdict:
 - every mount read-only (`mount_setattr(AT_RECURSIVE)`), then fresh empty tmpfs over `/tmp`,
   `/var/tmp`, `/run/lock` and `/dev/shm` (the harness's input cache and other jobs' sandboxes live
   there), with only its own sandbox bound read-write and the job's staged inputs bound read-only;
+- an `/etc` of its own: an empty tmpfs with only the entries the loader, libc and the C compiler read
+  (`_ETC_BOUND`, `_ETC_LINKS`) brought back, and a `passwd`/`group` written for root and its uid alone;
 - an unprivileged uid/gid of its own (one per harness server, claimed with a lock), no supplementary
   groups, `PR_SET_NO_NEW_PRIVS`, the parent-death signal, rlimits on file size, processes, open files
   and core dumps.
@@ -174,8 +176,16 @@ def under_masked_tmp(paths: list[str], masked: tuple[str, ...] = _CODE_MASKED) -
 # configuration, devices (the GPU's nodes), its own /proc, sysfs (the CUDA driver reads it), and the temp
 # dirs, which get private tmpfs below. Every other top-level directory (/home, /root, /work, /srv, /opt,
 # /var, /mnt...) is an empty tmpfs with only the interpreter's and the harness's code bound back into it.
-_HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "sys",
-                           "tmp"})
+_HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "dev", "proc", "sys", "tmp"})
+
+# /etc is an allow-list, not the host's (a registry's credentials sit in /etc/pip.conf or /etc/npmrc, world-
+# readable): an empty tmpfs with only what was seen read there, by strace, in the candidate's process and the
+# C compiler Triton runs (the loader's cache and preload list, libc's name-service switch and time zone), bound
+# back read-only; entries that are links (the time zone, `mtab`) made again as links, the `alternatives`
+# directory as its links alone (`cc` may resolve through it), never a file planted beside them.
+_ETC_BOUND = ("ld.so.cache", "ld.so.preload", "nsswitch.conf", "localtime", "timezone")
+_ETC_LINKS = ("localtime", "mtab", "alternatives")
+_ETC_VISIBLE = frozenset(_ETC_BOUND + _ETC_LINKS + ("passwd", "group"))
 
 
 # Temp dirs every confined process gets an empty private tmpfs over (`confine_filesystem`).
@@ -190,6 +200,8 @@ def seen_when_confined(path: str, code: list[str]) -> bool:
     parts = real.split(os.sep)
     if len(parts) > 1 and parts[1] in _HOST_VISIBLE and real not in _PRIVATE_TMP and \
             not any(real.startswith(m + os.sep) for m in _PRIVATE_TMP):
+        return True
+    if len(parts) > 2 and parts[1] == "etc" and parts[2] in _ETC_BOUND:
         return True
     return any(real == c or real.startswith(c + os.sep) for c in code)
 
@@ -286,9 +298,63 @@ def _bind_back(iso: Isolation, path: str, fd: int) -> bool:
     return False
 
 
-def _mask_host(iso: Isolation, held: list[tuple[str, int]]) -> None:
+class _EtcHeld:
+    """What the candidate's `/etc` gets back (`_ETC_BOUND`, `_ETC_LINKS`), held before the mask hides it: a
+    descriptor per regular file, the text of each link."""
+
+    def __init__(self, etc: str = "/etc") -> None:
+        self.files: list[tuple[str, int]] = []
+        self.links: list[tuple[str, str]] = []
+        for name in dict.fromkeys(_ETC_BOUND + _ETC_LINKS):
+            path = os.path.join(etc, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                if name in _ETC_LINKS or name in _ETC_BOUND:
+                    self.links.append((name, os.readlink(path)))
+            elif stat.S_ISREG(st.st_mode) and name in _ETC_BOUND:
+                self.files.append((name, os.open(path, os.O_PATH | os.O_NOFOLLOW)))
+            elif stat.S_ISDIR(st.st_mode) and name in _ETC_LINKS:  # its links alone, never a file in it
+                try:
+                    entries = sorted(os.listdir(path))
+                except OSError:
+                    continue
+                for e in entries[:4096]:
+                    sub = os.path.join(path, e)
+                    if os.path.islink(sub):
+                        self.links.append((os.path.join(name, e), os.readlink(sub)))
+
+    def fill(self, iso: Isolation, uid: int, etc: str = "/etc") -> None:
+        """Into the fresh tmpfs at `etc`: the held files bound read-only, the links made again, and a
+        `passwd` and `group` naming root and the candidate's uid alone (the host's users stay unseen)."""
+        for name, fd in self.files:
+            _bind_back(iso, os.path.join(etc, name), fd)
+            os.close(fd)
+        self.files = []
+        for name, target in self.links:
+            dst = os.path.join(etc, name)
+            try:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.symlink(target, dst)
+            except OSError as exc:
+                iso.missing.append(f"etc link {name}: {errno.errorcode.get(exc.errno or 0, exc.errno)}")
+        users = ["root:x:0:0:root:/root:/usr/sbin/nologin"]
+        groups = ["root:x:0:"]
+        if uid:
+            users.append(f"wb-candidate:x:{uid}:{uid}:candidate:{SANDBOX_MOUNT}:/usr/sbin/nologin")
+            groups.append(f"wb-candidate:x:{uid}:")
+        for name, lines in (("passwd", users), ("group", groups)):
+            with open(os.path.join(etc, name), "w") as f:
+                f.write("\n".join(lines) + "\n")
+            os.chmod(os.path.join(etc, name), 0o644)
+
+
+def _mask_host(iso: Isolation, held: list[tuple[str, int]], etc: _EtcHeld | None = None, uid: int = 0) -> None:
     """Hide every top-level directory outside `_HOST_VISIBLE` under an empty read-only tmpfs, binding back
-    the code paths in `held` (opened before: the masks hide their paths) read-only."""
+    the code paths in `held` (opened before: the masks hide their paths) read-only; `/etc` gets `etc`'s
+    allowed entries back (`_EtcHeld.fill`)."""
     for entry in sorted(os.listdir("/")):
         top = "/" + entry
         if entry in _HOST_VISIBLE or os.path.islink(top) or not os.path.isdir(top):
@@ -300,6 +366,8 @@ def _mask_host(iso: Isolation, held: list[tuple[str, int]]) -> None:
         for path, fd in held:
             if path.startswith(top + os.sep):
                 _bind_back(iso, path, fd)
+        if top == "/etc" and etc is not None:
+            etc.fill(iso, uid)
         _mount(None, top, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
 
 
@@ -319,8 +387,9 @@ def confine_filesystem(iso: Isolation, sandbox: Path, stage: Path | None, uid: i
     tmp_code = under_masked_tmp(wanted)
     roots = [(p, os.open(p, os.O_PATH)) for p in tmp_code]
     code = [(p, os.open(p, os.O_PATH)) for p in wanted if p not in tmp_code]
+    etc = _EtcHeld()
     _readonly_everything(iso)
-    _mask_host(iso, code)
+    _mask_host(iso, code, etc, uid)
     for _, fd in code:
         os.close(fd)
     private = True
