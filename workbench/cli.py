@@ -2,26 +2,32 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from typing import Any, Callable
 
-from profiling import cli as profiling_cli
-from retrieval import cli as retrieval_cli
-from workbench.harness import cli as harness_cli
-from workbench.lowering import cli as lowering_cli
-from workbench.search import cli as search_cli
-from workbench.suites import cli as suites_cli
+
+def _register(module: str, **kw: Any) -> Callable[[Any], None]:
+    """The `register(subparsers)` of `module`, imported only when its verb is added: `workbench eval` imports
+    the harness's command line alone, not the search's, the suites' or retrieval's (NumPy and the rest: 0.5 s
+    of the command's start on the CPU CI machine, measured with `python -X importtime`)."""
+    def register(sub: Any) -> None:
+        importlib.import_module(module).register(sub, **kw)
+
+    register.__module__ = module
+    return register
+
 
 # Every verb, in the order --help lists them -> the `register(subparsers)` of the part that owns it, which adds
 # the verb and its own sub-verbs to the parser.
 COMMANDS: dict[str, Callable[[Any], None]] = {
-    "eval": harness_cli.register,
-    "optimize": search_cli.register,
-    "lower": lowering_cli.register,
-    "suite": suites_cli.register,
-    "kb": retrieval_cli.register,
-    "profile": lambda sub: profiling_cli.register(sub, extra_verbs=[profile_lowered_verb]),
+    "eval": _register("workbench.harness.cli"),
+    "optimize": _register("workbench.search.cli"),
+    "lower": _register("workbench.lowering.cli"),
+    "suite": _register("workbench.suites.cli"),
+    "kb": _register("retrieval.cli"),
+    "profile": lambda sub: _register("profiling.cli", extra_verbs=[profile_lowered_verb])(sub),
 }
 
 
@@ -52,11 +58,15 @@ def _profile_lowered(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only` (a verb of the table) that verb's alone: what `main` parses
+    when the command names its verb, so a verb's start imports nothing of the others."""
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb, register in COMMANDS.items():
+        if only is not None and verb != only:
+            continue
         before = set(sub.choices)
         register(sub)
         added = set(sub.choices) - before
@@ -65,8 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _verb(argv: list[str]) -> str | None:
+    """The verb a command line names (its first word that is not `-v`/`--verbose`), when the table has it."""
+    for word in argv:
+        if word in ("-v", "-vv", "--verbose"):
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_verb(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")

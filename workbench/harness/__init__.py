@@ -54,7 +54,8 @@ class Harness:
             env["WB_SPARES"] = "1"
         # the one clock per GPU that every timed window holds (platforms/clock.py), wherever TMPDIR points
         env.setdefault("WB_CLOCK_DIR", str(lock_path("cuda").parent))
-        self._worker = WarmWorker("workbench.harness.server", (self.device,), env=env,
+        args = (self.device, "--one-shot") if one_shot else (self.device,)
+        self._worker = WarmWorker("workbench.harness.server", args, env=env,
                                   startup_timeout_s=startup_timeout_s, name=f"harness server ({self.device})")
         self._platform: dict[str, Any] | None = None
         # On a GPU the platform's description imports torch and makes a CUDA context in this process
@@ -100,7 +101,10 @@ class Harness:
     def platform(self) -> dict[str, Any]:
         if self._platform_thread is not None:
             self._platform_thread.join()
-        if self._platform is None:  # on the CPU, or the thread could not run
+        if self._platform is None and isinstance(self._worker.ready_info.get("platform"), dict):
+            # on the CPU the server says it (torch is imported there): no torch in this process (1.4 s)
+            self._platform = self._worker.ready_info["platform"]
+        if self._platform is None:  # the thread could not run, or no server started
             self._describe()
         return self._platform or {}
 
@@ -151,6 +155,10 @@ class Harness:
             res = self._to_result(JobResult.from_wire(line), wall)
             if startup > 0:  # the server's one-time start (imports, CUDA, spares): a one-shot eval's big part
                 res.timings_s["server_startup"] = round(startup, 3)
+                phases = self._worker.ready_info.get("phases_s")
+                for k, v in (phases.items() if isinstance(phases, dict) else ()):
+                    if isinstance(v, (int, float)):
+                        res.timings_s[f"server_{k}"] = float(v)
             return res
         except (KeyError, TypeError, ValueError) as exc:  # never an exception in the caller
             log.error("harness result unreadable: %s: %s", type(exc).__name__, exc)
@@ -216,6 +224,10 @@ class Harness:
         if base:
             res.baseline_runtime_us, res.baseline_p20_us, res.baseline_p80_us = (
                 base["median_us"], base["p20_us"], base["p80_us"])
+            # the baseline's round sizes beside the candidate's: each contender's rounds are sized by its own
+            # wall time per call, and every repetition and slot is an input set the reference makes
+            res.details["baseline_reps_per_round"] = base.get("reps_per_round")
+            res.details["baseline_device_slots"] = (base.get("device") or {}).get("slots")
         if status == Status.PASSED:
             res.correct = True
             if cand and base and cand["median_us"] > 0:

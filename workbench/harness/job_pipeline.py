@@ -313,7 +313,11 @@ class _JobRun:
                     raise _End("bad_spec", "the spec's Model failed: " + failed.reference_error) from e
                 res.timings_s["baseline_timing"] = time.perf_counter() - t1
             res.timings_s["clock_wait"] = res.timings_s.get("clock_wait", 0.0) + waited
-            stats.pop("phases_s", None)
+            # Where the baseline's time went, beside the candidate's `rounds_*`: the reference makes its own
+            # sets while it loads a round (`load_s`); what the phases leave of `baseline_timing` is the null
+            # rounds and the device-time rounds (capture and 5 replays, their sets made the same way).
+            for name, v in stats.pop("phases_s", {}).items():
+                res.timings_s["baseline_rounds_" + name] = v
             srv.baselines[key], srv.null_s[key] = stats, null_s
         res.baseline = srv.baselines[key]
         self.null_s = srv.null_s[key]

@@ -243,6 +243,12 @@ class Server:
             out = os.open(self.root / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             os.dup2(out, 1)
             os.dup2(out, 2)
+        if role == "candidate":
+            # Before any candidate code: the guards' snapshot of torch must see torch.manual_seed as it stays
+            # (torch._dynamo rewraps it when imported, and the op recorder's first dispatch imports it). A pool
+            # server imported it before forking (a no-op here); a one-shot server leaves it to this spare,
+            # which imports it while the reference prepares (`main`).
+            import torch._dynamo  # noqa: F401
         if self.device == "cuda":
             import torch
 
@@ -458,12 +464,35 @@ class Server:
 
 
 
+def _process_age_s() -> float:
+    """Seconds since this process was started (`/proc/self/stat`'s start time against the boot time, in clock
+    ticks): what the interpreter and the imports took before `main`; 0.0 where /proc does not say."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s harness-server: %(message)s")
     device = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+    # A one-shot server (`workbench eval`) answers one job: what only the candidate's process needs is imported
+    # there, after the fork, while the reference prepares, not here on the command's critical path.
+    one_shot = "--one-shot" in sys.argv[2:]
     t0 = time.perf_counter()
+    before_main = _process_age_s()  # the interpreter's start and this module's imports (torch among them)
     import torch  # noqa: F401 - pre-warm: every forked child inherits these imports
-    import torch._dynamo  # noqa: F401 - imported lazily it rewraps torch.manual_seed mid-evaluation
+    t_torch = time.perf_counter()
+    if not one_shot:
+        # imported lazily it rewraps torch.manual_seed mid-evaluation: a pool's spares inherit it (paid once);
+        # a one-shot's candidate spare imports it itself (`_spare_main`): 2-2.7 s off the server's start on the
+        # CPU CI machine
+        import torch._dynamo  # noqa: F401
+    t_dynamo = time.perf_counter()
     import torch.utils._python_dispatch  # noqa: F401
     import triton  # noqa: F401
     import triton.language  # noqa: F401
@@ -476,11 +505,22 @@ def main() -> None:
 
     opcheck.install_triton_wrappers()
     _sandbox.become_subreaper()
+    t_imports = time.perf_counter()
     server = Server(device)
     server.ensure_spares()
+    t_ready = time.perf_counter()
+    ready: dict[str, Any] = {
+        "ready": True, "startup_s": t_ready - t0, "pid": os.getpid(), "isolated": server.isolate,
+        # where the start went (the client adds them to the result's `timings_s` as `server_*`)
+        "phases_s": {"before_main": round(before_main, 3), "import_torch": round(t_torch - t0, 3),
+                     "import_dynamo": round(t_dynamo - t_torch, 3),
+                     "import_rest": round(t_imports - t_dynamo, 3), "spares": round(t_ready - t_imports, 3)}}
+    if device == "cpu":  # torch is here already: the client need not import it to say what the CPU is
+        from platforms import describe_device
+
+        ready["platform"] = describe_device("cpu").to_dict()
     out = sys.stdout
-    out.write(json.dumps({"ready": True, "startup_s": time.perf_counter() - t0, "pid": os.getpid(),
-                          "isolated": server.isolate}) + "\n")
+    out.write(json.dumps(ready) + "\n")
     out.flush()
     try:
         for line in sys.stdin:
