@@ -294,6 +294,7 @@ class _CandidateRun:
         self.cand_path = self.sandbox / "candidate.py"
         guard = self.guard = Guard(self.sandbox, self.cand_path, private_paths=[Path(self.job.spec_path)])
         opcheck.install_triton_wrappers()
+        opcheck.install_host_read_counters()  # before the patch detector's snapshot: the wrappers are its base
         _guards.wrap_thread_start(guard)
         _guards.wrap_side_streams(guard, torch)
         import triton
@@ -363,6 +364,8 @@ class _CandidateRun:
         self.all_ops.update(rec.ops)
         for op in rec.forbidden(self.allowed):
             _flag(self.guard, f"forbidden_torch_op:{op}")
+        for v in rec.python_compute():  # values read into Python per call (`opcheck.MAX_VALUES_PER_CALL`)
+            _flag(self.guard, v)
 
     def trials(self, si: int, shape: dict[str, Any], model_new: type) -> Any:
         """Build the model, run every trial (the last refilling the previous trial's buffers), save outputs."""
@@ -438,7 +441,13 @@ class _CandidateRun:
                 self.save(self.timed_slot, outs[i], f"t_{k}_{i}.pt", seed)
                 self.timed_slot += 1
 
-        recs = _rounds.serve(self.chan, lambda inp: model(*inp), load, save, lambda: sync(device),
+        next_call = opcheck.next_call
+
+        def call(inp: list[Any]) -> Any:
+            next_call()  # a recorded round runs R calls: the values read into Python are bounded per call
+            return model(*inp)
+
+        recs = _rounds.serve(self.chan, call, load, save, lambda: sync(device),
                              OpRecorder, warm=lambda: gpu_warm(device, self.settings.warm_ms))
         self.msg["timings_s"]["timing"] = time.perf_counter() - t2
         guard.check_patches()

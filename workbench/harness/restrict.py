@@ -221,14 +221,16 @@ class _Own:
     """Candidate code runs recorded: inside a Triton launch (where the recorder pauses for Triton's own
     ops) a hook or lambda of the candidate's is recorded again, until it returns."""
 
-    __slots__ = ("saved",)
+    __slots__ = ("saved", "converting")
 
     def __enter__(self) -> None:
-        self.saved = opcheck.STATE.depth
+        self.saved, self.converting = opcheck.STATE.depth, opcheck.STATE.converting
         opcheck.STATE.depth = 0
+        opcheck.STATE.converting = 0  # called back from inside a tensor's conversion: its reads count again
 
     def __exit__(self, *exc: object) -> None:
         opcheck.STATE.depth = self.saved
+        opcheck.STATE.converting = self.converting
 
 
 def _qual(obj: Any) -> str:
@@ -247,6 +249,9 @@ class Rules:
         self.trusted = tuple(str(t) for t in trusted)
         # a spec that trusts NumPy (`ALLOWED_IMPORTS = [..., "numpy"]`) lets tensors cross to it and back
         self.numpy_ok = any(t == "numpy" or t.startswith("numpy.") for t in self.trusted)
+        # the methods as they are now too: `opcheck` wraps `tolist`/`numpy` to count the values they read
+        _BANNED_METHODS.update({id(getattr(torch.Tensor, n)): n for n in policy._TENSOR_METHODS_BANNED
+                                if hasattr(torch.Tensor, n)})
         self.own: set[type] = set()          # classes the candidate's code created
         self._fast: set[tuple[Any, str]] = set()  # (module or type of an instance, name) already allowed
         self._import = builtins.__import__

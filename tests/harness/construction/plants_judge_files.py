@@ -29,7 +29,8 @@ def _plant():
                 with open(name, "wb") as f:
                     f.write(bomb.getvalue())
             else:
-                torch.save({"not": "a list of outputs", "x": torch.zeros(3)}, name)
+                # no tensor in it: pickling a tensor in a forward counts its values as read into Python
+                torch.save({"not": "a list of outputs", "x": [0.0] * 3}, name)
         except OSError:
             return
 
