@@ -399,16 +399,17 @@ def test_no_candidate_code_runs_in_the_save_after_done(harness_env, policy_on: b
 
 # -- the captured graph's audit (the rules; the driver's side runs on the GPU: test_construction_gpu.py) ------
 def test_the_graph_audit_allows_only_the_candidates_triton_and_glue() -> None:
-    from workbench.harness.graph_audit import audit, triton_kernels_in
+    from workbench.harness.graph_audit import TRITON_TAG, audit, triton_kernels_in
 
     src = HONEST + "\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef second_kernel(x):\n    pass\n"
     names = triton_kernels_in(src)
     assert "second_kernel" in names and "ModelNew" not in names
     copy = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
     gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off"
-    assert audit(sorted(names) + [copy, "second_kernel_0d1d2de"], names) == ([], [])
+    triton = [TRITON_TAG + n for n in sorted(names) + ["second_kernel_0d1d2de"]]  # known by handle (kernel_names)
+    assert audit(triton + [copy], names) == ([], [])
     reduce = "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_9func_wrapper_tIfZNS0_11sum_functorE"
-    found, unknown = audit([gemm, reduce, "<graph node of type 3>", "second_kernel", "mystery"], names)
+    found, unknown = audit([gemm, reduce, "<graph node of type 3>", TRITON_TAG + "second_kernel", "mystery"], names)
     assert found == [f"forbidden_graph_kernel:{gemm[:160]}", f"forbidden_graph_kernel:{reduce[:160]}",
                      "forbidden_graph_kernel:<graph node of type 3>"]
     assert unknown == ["mystery"]

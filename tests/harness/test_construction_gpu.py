@@ -45,7 +45,7 @@ def test_graph_kernel_names_are_read_from_the_driver() -> None:
     import triton
     import triton.language as tl
 
-    from workbench.harness.graph_audit import audit, kernel_names
+    from workbench.harness.graph_audit import TRITON_TAG, audit, kernel_names
 
     @triton.jit
     def twice_kernel(x_ptr, n, BLOCK: tl.constexpr):
@@ -59,7 +59,7 @@ def test_graph_kernel_names_are_read_from_the_driver() -> None:
     # handle), and cuBLAS's handle made before the capture, not inside it
     with device_memory("cuda", exclusive=True):
         x = torch.ones(4096, device="cuda")
-        twice_kernel[(4,)](x, x.numel(), BLOCK=1024)
+        compiled = twice_kernel[(4,)](x, x.numel(), BLOCK=1024)  # its CUfunction: how the audit knows it
         torch.mm(x[:64].view(8, 8), x[:64].view(8, 8))
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph(keep_graph=True)
@@ -67,8 +67,8 @@ def test_graph_kernel_names_are_read_from_the_driver() -> None:
             twice_kernel[(4,)](x, x.numel(), BLOCK=1024)
             x.fill_(1.0)
             torch.mm(x[:64].view(8, 8), x[:64].view(8, 8))
-        names = kernel_names(g)
-    assert names is not None and "twice_kernel" in names, names
+        names = kernel_names(g, {compiled.function})
+    assert names is not None and TRITON_TAG + "twice_kernel" in names, names
     bad, unknown = audit(names, {"twice_kernel"})
     assert len(bad) == 1 and "twice_kernel" not in bad[0] and not unknown, (names, bad)  # the matmul alone
 
