@@ -60,10 +60,12 @@ def test_harness_fills_the_cache_and_jobs_never_share_seeds(tmp_path: Path, monk
     """Every job draws fresh seeds (a second candidate must not answer from the first one's outputs), so
     two jobs in one server store disjoint entries: the cache can only serve a job's own sets."""
     monkeypatch.setenv("WB_INPUT_CACHE", str(tmp_path))
+    # sets of at least 1 MB: only those go through the cache (`job_pipeline.CACHE_MIN_SET_BYTES`; trials never)
+    wide = {"N": 7100}  # 37 x 7100 fp32 = 1.05 MB
     with Harness(device="cpu") as h:
-        first = h.evaluate(SPEC, ROOT / "examples" / "row_softmax" / "candidate.py", trials=2)
+        first = h.evaluate(SPEC, ROOT / "examples" / "row_softmax" / "candidate.py", trials=2, overrides=wide)
         entries = {p.name for p in tmp_path.glob("*.pt")}
-        second = h.evaluate(SPEC, ROOT / "examples" / "row_softmax" / "candidate.py", trials=2)
+        second = h.evaluate(SPEC, ROOT / "examples" / "row_softmax" / "candidate.py", trials=2, overrides=wide)
     assert first.status == second.status == Status.PASSED, (first.error, second.error)
     assert entries, "the reference process stored the inputs"
     new = {p.name for p in tmp_path.glob("*.pt")} - entries

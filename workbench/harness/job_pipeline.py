@@ -51,6 +51,10 @@ from workbench.harness.trusted_messages import (
     reference_reply,
 )
 
+# The smallest timed set worth the input cache (`candidate`): host RNG makes a set under 1 MB in
+# milliseconds, less than a write into the cache costs.
+CACHE_MIN_SET_BYTES = 2**20
+
 
 class Server(Protocol):
     """What a job takes of the fork server (`server.Server`), named here so the two modules import one way."""
@@ -361,10 +365,14 @@ class _JobRun:
             inputs_bytes=inputs_bytes)
         pending = self.stage.parent / "pending"
         pending.mkdir(mode=0o700)
-        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes).
+        # Timed sets go through the input cache only when the whole evaluation's fit in it (else it thrashes)
+        # and a set is large enough that making it again costs more than writing it: every set is written, only
+        # the judged ones (two a round) are read back, and each write scans the cache to evict (vector_add's
+        # 33 KB sets on the CPU CI machine: 1.6-2.3 s of writes for 100 sets, where the judge's ~10 cost ms).
         staged_bytes = prep.set_bytes * (1 + plan.r_max * (plan.rounds + 2))
         stager = RoundStager(srv, self.ref, self.stage, pending, self.deadline_ref,
-                             staged_bytes <= _input_cache_bytes(srv.settings))
+                             prep.set_bytes >= CACHE_MIN_SET_BYTES
+                             and staged_bytes <= _input_cache_bytes(srv.settings))
         self._pass_memory(box)  # before its job: the candidate maps the memory first thing, still root
         try:
             cand.send(cand_job.to_wire())
