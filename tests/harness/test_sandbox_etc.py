@@ -30,9 +30,11 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox, and plant
 
 @contextmanager
 def planted():
-    """World-readable canaries: top level, among `alternatives`' links, in a directory of their own."""
+    """World-readable canaries: top level, among `alternatives`' links, beside `ld.so.conf.d`'s `*.conf` files,
+    in a directory of their own."""
     tag = f"{CANARY}-{os.getpid()}"
-    paths = [Path("/etc") / f"{tag}.conf", Path("/etc") / "alternatives" / tag, Path("/etc") / tag / "token"]
+    paths = [Path("/etc") / f"{tag}.conf", Path("/etc") / "alternatives" / tag, Path("/etc") / tag / "token",
+             Path("/etc") / "ld.so.conf.d" / f"{tag}.secret"]
     made: list[Path] = []
     try:
         for p in paths:
@@ -73,14 +75,16 @@ if pid == 0:
     sb.after_pid_fork(iso)
     sb.confine_filesystem(iso, Path({str(box)!r}), None, {uid})
     seen = sorted(os.listdir("/etc"))
-    leaked = [p for p in sys.argv[1:] if os.path.exists(p)]
+    leaked = [p for p in sys.argv[1:-1] if os.path.exists(p)]
     passwd = open("/etc/passwd").read().split()
     ran = subprocess.run(["/bin/sh", "-c", "echo ran"], capture_output=True, text=True).stdout.strip()
     bad = {{"extra": sorted(set(seen) - set(sb._ETC_VISIBLE)), "leaked": leaked, "ran": ran,
             "passwd": [ln.split(":")[0] for ln in passwd], "ldcache": os.path.isfile("/etc/ld.so.cache"),
+            "ldconf": sorted(os.listdir("/etc/ld.so.conf.d")) if os.path.isdir("/etc/ld.so.conf.d") else [],
             "rw": os.access("/etc", os.W_OK) and not iso.missing}}
     ok = (not bad["extra"] and not leaked and ran == "ran" and bad["passwd"] == ["root", "wb-candidate"]
-          and bad["ldcache"] == os.path.isfile("/proc/1/root/etc/ld.so.cache"))
+          and bad["ldcache"] == os.path.isfile("/proc/1/root/etc/ld.so.cache")
+          and bad["ldconf"] == (sorted(sys.argv[-1].split(",")) if sys.argv[-1] else []))
     print(bad, iso.missing, file=sys.stderr)
     try:
         open("/etc/x", "w")
@@ -93,7 +97,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
     with planted() as paths:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        res = subprocess.run([sys.executable, "-c", script, *map(str, paths)], env=env, capture_output=True,
+        conf = Path("/etc/ld.so.conf.d")
+        confs = ",".join(sorted(p.name for p in conf.iterdir() if p.suffix == ".conf")) if conf.is_dir() else ""
+        res = subprocess.run([sys.executable, "-c", script, *map(str, paths), confs], env=env, capture_output=True,
                              text=True, timeout=120)
     subprocess.run(["rm", "-rf", str(box)], check=False)
     assert res.returncode == 0, res.stderr[-3000:]

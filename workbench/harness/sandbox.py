@@ -181,10 +181,13 @@ _HOST_VISIBLE = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx3
 # /etc is an allow-list, not the host's (a registry's credentials sit in /etc/pip.conf or /etc/npmrc, world-
 # readable): an empty tmpfs with only what was seen read there, by strace, in the candidate's process and the
 # C compiler Triton runs (the loader's cache and preload list, libc's name-service switch and time zone), bound
-# back read-only; entries that are links (the time zone, `mtab`) made again as links, the `alternatives`
-# directory as its links alone (`cc` may resolve through it), never a file planted beside them.
-_ETC_BOUND = ("ld.so.cache", "ld.so.preload", "nsswitch.conf", "localtime", "timezone")
-_ETC_LINKS = ("localtime", "mtab", "alternatives")
+# back read-only, and the loader's configuration, which a linker other than this machine's may read to find a
+# library's own libraries (GNU ld does where its built-in paths miss: the H200 image's /opt/gcc); entries that
+# are links (the time zone, `mtab`) made again as links, the `alternatives` directory as its links alone (`cc`
+# may resolve through it), `ld.so.conf.d` as its `*.conf` files and links alone, never a file planted beside.
+_ETC_BOUND = ("ld.so.cache", "ld.so.preload", "ld.so.conf", "nsswitch.conf", "localtime", "timezone")
+_ETC_LINKS = ("localtime", "mtab", "alternatives", "ld.so.conf.d")
+_ETC_CONF_DIRS = ("ld.so.conf.d",)  # their regular `*.conf` files are bound back one by one
 _ETC_VISIBLE = frozenset(_ETC_BOUND + _ETC_LINKS + ("passwd", "group"))
 
 
@@ -325,6 +328,8 @@ class _EtcHeld:
                     sub = os.path.join(path, e)
                     if os.path.islink(sub):
                         self.links.append((os.path.join(name, e), os.readlink(sub)))
+                    elif name in _ETC_CONF_DIRS and e.endswith(".conf") and os.path.isfile(sub):
+                        self.files.append((os.path.join(name, e), os.open(sub, os.O_PATH | os.O_NOFOLLOW)))
 
     def fill(self, iso: Isolation, uid: int, etc: str = "/etc") -> None:
         """Into the fresh tmpfs at `etc`: the held files bound read-only, the links made again, and a
