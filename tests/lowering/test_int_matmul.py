@@ -2,7 +2,8 @@
 int32, int64): mm, bmm, addmm (beta, alpha), matmul with batch dims and broadcast batches, tensordot; K not a
 multiple of the block (37, 123), K = 0, a matrix-vector product, transposed operands, values over the dtype's whole
 range (the products wrap as eager's do: compared exactly), an epilogue that reads the wrapped product (floor
-division); sm_90 compile check (registers, shared memory, no spill) of the int64 kernels."""
+division), addmv / baddbmm / addbmm with float alpha and beta (truncated to the dtype, as ATen reads them);
+sm_90 compile check (registers, shared memory, no spill) of the int64 kernels."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +20,11 @@ INTS = ("int8", "uint8", "int16", "int32", "int64")
 EXPR = ("a @ b, torch.bmm(c, c.transpose(1, 2)), torch.addmm(bias, a, b, beta=3, alpha=-2), "
         "torch.addmm(bias, a, b, beta=0), torch.matmul(x, y), torch.matmul(x[:, :1], z), "
         "torch.tensordot(x, y, dims=1), a[:, :0] @ b[:0], a @ b[:, :1], a.t().contiguous().t() @ b, "
-        "torch.div(a @ b, 7, rounding_mode='floor'), (a @ b) * 3 + bias")
+        "torch.div(a @ b, 7, rounding_mode='floor'), (a @ b) * 3 + bias, "
+        # float alpha and beta are read in the integer dtype (truncated) as ATen does: 0.2 -> 0, 2.9 -> 2
+        "torch.addmv(b[:5, 0], a, b[:, 0], beta=0.2, alpha=0.6), torch.addmv(b[:5, 0], a, b[:, 0], beta=2, alpha=3), "
+        "torch.baddbmm(c[:, :, :7], c, c.transpose(1, 2), beta=0.6, alpha=2.7), "
+        "torch.addbmm(c[0, :, :7], c, c.transpose(1, 2), beta=1.5, alpha=2.9)")
 # the whole range of the dtype: most products and sums wrap
 WIDE = "torch.randint(torch.iinfo(DT).min, torch.iinfo(DT).max, {shape}, dtype=DT)"
 INPUTS = ", ".join([WIDE.format(shape="(5, 37)"), WIDE.format(shape="(37, 9)"), WIDE.format(shape="(3, 7, 19)"),

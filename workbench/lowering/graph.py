@@ -96,6 +96,10 @@ def rewrite_addmm(graph: fx.Graph) -> None:
         bias, a, b = node.args[:3]
         beta = node.kwargs.get("beta", 1)
         alpha = node.kwargs.get("alpha", 1)
+        if not val(node).dtype.is_floating_point:
+            # ATen reads alpha and beta in the integer dtype (`Scalar.to<int64_t>()`: truncated; OpInfo's int64
+            # addmv with beta=0.2, alpha=0.6 is all zeros); a float scalar would promote the mul to float
+            alpha, beta = int(alpha), int(beta)
         mode = detect_fake_mode([val(a), val(b)])
         with graph.inserting_before(node), mode:
             cur = _matmul_of(graph, node)
