@@ -107,7 +107,8 @@ def main() -> None:
     problems = write_specs(folder, args.ops, [args.dtype])
     print(f"{len(problems)} specs in {folder} ({time.time() - t0:.0f} s)", flush=True)
     start = _commit()
-    import workbench.lowering  # noqa: F401 - imported once in the parent: each forked child starts warm
+    from workbench.lowering.capture import warm_up  # imported and warmed once in the parent: each forked
+    warm_up()                                        # child starts with torch.export's machinery loaded
 
     res = lower_all(problems, args.jobs, args.timeout)
     commit = _commit()

@@ -274,6 +274,22 @@ def decomposition_table() -> dict:
     return table
 
 
+def decompose(ep: Any) -> Any:
+    """`ep.run_decompositions(decomposition_table())` without the guard function.
+
+    run_decompositions re-traces `ep.module()`, which by default builds a `_guards_fn` checking every input's
+    sizes: `torch.export._unlift._convert_guards_code_to_fn` rewrites each guard's text once per input path
+    (`str.replace` of `pytree.keystr`), guards x inputs, both growing with the inputs. An ATen-suite spec of
+    one forward over hundreds of OpInfo samples has hundreds of inputs: max_pool1d's 864, 5,976,001 keystr
+    calls, 41 s of a 184 s lowering under cProfile (gaussian_nll_loss's 972 inputs: 1728 guards, 7.9 s
+    unprofiled). The guards are not the lowering's: the captured graph keeps no guard node and the candidate
+    reads every size from its tensors. Without `example_inputs` torch builds no guard function (`_unlift.py`:
+    `if check_guards and placeholders and ep.example_inputs`); the decomposed graph is the same, node for
+    node (the drafts of max_pool1d's 864 samples are byte-identical)."""
+    ep.example_inputs = None
+    return ep.run_decompositions(decomposition_table())
+
+
 def _trilinear(i1: torch.Tensor, i2: torch.Tensor, i3: torch.Tensor, expand1: list[int], expand2: list[int],
                expand3: list[int], sumdim: list[int], unroll_dim: int = 1) -> torch.Tensor:
     """F.bilinear's core (ATen has no decomposition for it): each input unsqueezed at its expand dims, the
@@ -409,15 +425,21 @@ def capture(module: Any) -> Captured:
         return model, inputs
 
     model, inputs = build()
+    varargs = False
     try:
-        params = list(inspect.signature(module.Model.forward).parameters)[1:]
+        sig_params = list(inspect.signature(module.Model.forward).parameters.values())[1:]
+        params = [p.name for p in sig_params]
+        varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in sig_params)
     except (TypeError, ValueError):
         params = [f"arg{i}" for i in range(len(inputs))]
     forward_args = params if len(params) == len(inputs) else [f"arg{i}" for i in range(len(inputs))]
     last: BaseException | None = None
     ep = None
     n_modules = sum(1 for _ in model.modules()) if isinstance(model, torch.nn.Module) else 0
-    tries = ("all" if n_modules <= ALL_DIMS_MAX_MODULES else "batch", "none")
+    # a forward(*tensors) (every ATen-suite spec) is traced static: export wants one dynamic_shapes entry for
+    # the whole tuple, so the per-input spec below fails its structure check before tracing (0.6-2.4 s, then
+    # a second fake model and inputs built for the static trace)
+    tries = ("none",) if varargs else ("all" if n_modules <= ALL_DIMS_MAX_MODULES else "batch", "none")
     dims = tries[0]
     for dims in tries:
         if dims != tries[0]:
@@ -431,7 +453,7 @@ def capture(module: Any) -> Captured:
                 warnings.simplefilter("ignore")
                 with whole_rnn(), _CaptureOverrides():
                     ep = torch.export.export(model, inputs, dynamic_shapes=dyn, strict=False)
-                ep = ep.run_decompositions(decomposition_table())
+                ep = decompose(ep)
             break
         except Exception as exc:  # export raises many types (UserError, GuardOnDataDependent...)
             last = exc
@@ -521,7 +543,7 @@ def _specialized_capture(module: Any, build: Any) -> Any:
             model, inputs = build()
             with _CaptureOverrides(split_values=list(rec.values)):
                 ep = torch.export.export(model, inputs, strict=False)
-            ep = ep.run_decompositions(decomposition_table())
+            ep = decompose(ep)
     except Exception as exc:  # noqa: BLE001 - the fake trace's reason is the one reported
         log.debug("specialized export failed: %s", exc)
         return None
@@ -543,7 +565,7 @@ def _draft_capture(module: Any) -> Any:
             model = module.Model(*module.get_init_inputs())
             inputs = tuple(module.get_inputs())
             ep = torch.export.draft_export(model, inputs, strict=False)
-            ep = ep.run_decompositions(decomposition_table())
+            ep = decompose(ep)
     except Exception as exc:  # noqa: BLE001 - the fake trace's reason is the one reported
         log.debug("draft export failed: %s", exc)
         return None
@@ -553,6 +575,25 @@ def _draft_capture(module: Any) -> Any:
             graph.erase_node(node)
     graph.eliminate_dead_code()
     return ep
+
+
+def warm_up() -> None:
+    """Trace and decompose a two-op forward once, so that a process forked after this (the suite's fork server,
+    the ATen survey's parent) starts its capture with torch.export's lazily imported machinery (dynamo, the
+    export passes, sympy's printers) already loaded: the first capture in a fresh process lowered a Linear + ReLU
+    spec in 20.7 s, the second in 1.8 s (2-core CPU, load 7)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    class _Tiny(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.softmax(x @ x.t(), -1).amax(0)
+
+    with FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True):
+        x = torch.randn(4, 3)
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), _quiet_torch_logs():
+        warnings.simplefilter("ignore")
+        decompose(torch.export.export(_Tiny(), (x,), dynamic_shapes=({0: Dim.AUTO},), strict=False))
 
 
 def spec_module(spec_path: str | Path, overrides: dict | None) -> Any:

@@ -188,9 +188,15 @@ def _warm_up() -> None:
     with FakeTensorMode():
         torch.nn.Linear(4, 4)(torch.randn(2, 4)).sum()
     try:
-        import workbench.lowering  # noqa: F401
+        from workbench.lowering.capture import warm_up
     except ImportError:  # lowering is optional for a suite (--draft none)
-        pass
+        return
+    try:
+        # one tiny export here, not one per child: torch.export's lazy imports cost a fresh process's first
+        # capture about 19 s of its preparation limit (2-core CPU, load 7; capture.warm_up)
+        warm_up()
+    except Exception as exc:  # noqa: BLE001 - a failed warm-up costs the children time, never the server
+        log.warning("suite's fork server: lowering warm-up failed: %s: %s", type(exc).__name__, exc)
 
 
 def _one(fd: int) -> int:
