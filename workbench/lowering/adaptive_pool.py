@@ -9,22 +9,26 @@ loop masks the steps past each lane's end). A runtime loop, not a static one: ad
 Max pooling also returns the flat index of the maximum in its input plane, as PyTorch: the first maximum,
 replaced by any later nan (`val > max || isnan(val)`), starting from the window's first position.
 Average pooling sums in fp32 and divides by the window's size, rounding once to the output dtype.
+A pooled value of a batched input ([N, C, I...]) that only a cat along N or C reads is stored into its slice of
+the cat's buffer (cat_chain.py; the slice's batch stride enters as `out_gap`), as pool.py's.
 """
 from __future__ import annotations
 
 import torch
 import torch.fx as fx
 
+from workbench.lowering import cat_chain
 from workbench.lowering import pointwise as pw
 from workbench.lowering.epilogue import Unsupported, torch_dtype
-from workbench.lowering.graph import dtype, op_name, packet
+from workbench.lowering.graph import dtype, op_name, packet, val
 from workbench.lowering.primitives import Primitive, register
 
 TUNABLES = ("POOL_BLOCK", "NUM_WARPS")  # POOL_BLOCK is registered by pool.py
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
+def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr,  # noqa: ANN001
+                    into: cat_chain.Into | None = None) -> tuple[str, list[str], set[str]]:
     p = packet(node)
     is_max = p.startswith("adaptive_max")
     S = 3 if p.endswith("3d") else 2
@@ -41,6 +45,10 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
               f"s{d} = (o{d} * I{d}) // O{d}", f"e{d} = ((o{d} + 1) * I{d} + O{d} - 1) // O{d}"]
     plane = " * ".join(f"I{d}" for d in sp)
     L.append(f"base = rest * ({plane})")
+    # the value's offset: flat, or in its slice of a cat's buffer: a narrow of that contiguous buffer along N or C
+    # keeps each plane contiguous and a sample's planes adjacent, so a sample starts out_gap elements further on
+    # than in a fresh output (the offset spelled n * sn + c * sc + o kept 16 bytes of stack at sm_90, 3-d)
+    out_off = "offs + (rest // C) * out_gap" if into is not None else "offs"
     first = "s0"
     for d in sp[1:]:
         first = f"({first}) * I{d} + s{d}"
@@ -61,14 +69,15 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
     if is_max:
         L += [f"{ind}take = ok & ((v > best) | (v != v))", f"{ind}best = tl.where(take, v, best)",
               f"{ind}besti = tl.where(take, {flat}, besti)",
-              f"tl.store(out_ptr + offs, {pw.narrow('best', dt, used)}, mask=mask)",
+              f"tl.store(out_ptr + {out_off}, {pw.narrow('best', dt, used)}, mask=mask)",
               "tl.store(idx_ptr + offs, besti, mask=mask)"]
     else:
         L.append(f"{ind}acc += tl.where(ok, v, 0.0)")
         cnt = " * ".join(f"(e{d} - s{d})" for d in sp)
-        L.append(f"tl.store(out_ptr + offs, {pw.narrow(f'acc / ({cnt}).to(tl.float32)', dt, used)}, mask=mask)")
+        L.append(f"tl.store(out_ptr + {out_off}, {pw.narrow(f'acc / ({cnt}).to(tl.float32)', dt, used)}, mask=mask)")
     params = ["x_ptr", "out_ptr"] + (["idx_ptr"] if is_max else []) + ["TOTAL"] + [f"I{d}" for d in sp] + \
-        [f"O{d}" for d in sp] + [f"AP_K{d}" for d in sp] + ["POOL_BLOCK: tl.constexpr"]
+        [f"O{d}" for d in sp] + [f"AP_K{d}" for d in sp] + (["C", "out_gap"] if into is not None else []) + \
+        ["POOL_BLOCK: tl.constexpr"]
     kind = "max" if is_max else "avg"
     doc = f'    """adaptive {kind} pool{S}d of x viewed as [P, I...] (contiguous) to [P, O...]."""'
     src = "\n".join([f"@triton.jit\ndef {name}({', '.join(params)}):", doc] + ["    " + ln for ln in L]) + "\n"
@@ -80,15 +89,27 @@ def adaptive_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -
               "for _i, _n in zip(_I, _O)]",
               f"_shape = [*_x.shape[:-{S}], *_O]"]
     outs = [f"{v}_0", f"{v}_1"] if is_max else [v]
-    launch.append(f"{outs[0]} = torch.empty(_shape, dtype={torch_dtype(dt)}, device=dev)")
+    if into is None:
+        launch.append(f"{outs[0]} = torch.empty(_shape, dtype={torch_dtype(dt)}, device=dev)")
+    else:
+        alloc, view = cat_chain.slice_lines(into, outs[0], names, "_shape")
+        launch += alloc + [view]
     if is_max:
         launch.append(f"{outs[1]} = torch.empty(_shape, dtype=torch.int64, device=dev)")
     launch.append("_n = _numel(_shape)")
+    strided = f"_shape[1], {outs[0]}.stride(0) - _shape[1] * {outs[0]}.stride(1), " if into is not None else ""
     launch.append(f"if _n: {name}[(triton.cdiv(_n, POOL_BLOCK),)](_x, {', '.join(outs)}, _n, *_I, *_O, *_K, "
-                  "POOL_BLOCK=POOL_BLOCK, num_warps=NUM_WARPS)")
+                  f"{strided}POOL_BLOCK=POOL_BLOCK, num_warps=NUM_WARPS)")
     return src, launch, used
+
+
+def _batched(node: fx.Node, dim: int) -> bool:
+    """A cat along N or C of a [N, C, O...] output (an unbatched input's leading dim is one flat index)."""
+    return dim <= 1 and val(node.args[0]).dim() == (3 if packet(node).endswith("3d") else 2) + 2
 
 
 for _op in ("adaptive_max_pool2d", "adaptive_max_pool3d"):
     register(_op, Primitive("apool", TUNABLES, adaptive_kernel, tuple_out=True))
+    cat_chain.register_store(_op, _batched)
 register("_adaptive_avg_pool3d", Primitive("apool", TUNABLES, adaptive_kernel))
+cat_chain.register_store("_adaptive_avg_pool3d", _batched)

@@ -13,16 +13,21 @@ Only where it is safe: the sizes along dim of the inputs after the first cat are
 sized before they exist), and no cat but the last is a graph output, directly or through glue views (an
 output must not alias another tensor). A cat fused into a group is left alone.
 
-An input whose every user is a cat of its chain, made by a convolution or pointwise kernel, is not copied: that
-kernel stores it into its slice of the buffer (`direct_writes`; the slice is a strided view, `buf.narrow(dim,
-offset, size)`: the buffer's channel and batch strides, its data pointer at the offset). A dense block then
-launches one copy, of its input; a single cat whose inputs all come from such kernels (an Inception module's
-four branches) launches none. The kernel that runs first allocates the buffer, sized from its own output shape
-and the inputs' sizes along dim (ints, or read from tensors that already exist; otherwise the input is
-copied). An input used by anything but its chain's cats (a graph output, another kernel) keeps its copy.
+An input whose every user is a cat of its chain, made by a convolution, matmul, pointwise or pooling kernel, is
+not copied: that kernel stores it into its slice of the buffer (`direct_writes`; the slice is a strided view,
+`buf.narrow(dim, offset, size)`: the buffer's channel and batch strides, its data pointer at the offset). A dense
+block then launches one copy, of its input (which its first layer reads too); a single cat whose inputs all come
+from such kernels (an Inception module's four branches, an RNN's stacked outputs) launches none. The kernel that
+runs first allocates the buffer, sized from its own output shape and the inputs' sizes along dim (ints, or read
+from tensors that already exist; otherwise the input is copied). An input used by anything but its chain's cats
+(a graph output, another kernel) keeps its copy, as does a graph input or a view.
+
+Fused families say here which cat dims their kernels can store along (`_writable`); a primitive registers it
+where it is defined (`register_store`: pool.py, adaptive_pool.py) and its `make` then takes `into=`.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -33,6 +38,18 @@ from workbench.lowering import families
 from workbench.lowering.epilogue import torch_dtype
 from workbench.lowering.glue import GLUE
 from workbench.lowering.graph import dtype, packet, val
+
+# primitive op (packet) -> whether its kernel can store its (first) output into a slice along a cat dim:
+# can(node, dim); such a primitive's make takes `into=` (an Into or None)
+STORES: dict[str, Callable[[fx.Node, int], bool]] = {}
+# users that are no read: the forward drops them (codegen.emit_node)
+_NO_READ = ("_assert_scalar", "_assert_tensor_metadata", "sym_constrain_range_for_size", "_assert_async")
+
+
+def register_store(op: str, can: Callable[[fx.Node, int], bool]) -> None:
+    """The primitive `op` can store its first output into its slice of a cat's buffer along a dim where
+    `can(node, dim)`; its make(name, node, names, expr, into=None) then writes through the slice's strides."""
+    STORES[op] = can
 
 
 @dataclass
@@ -132,18 +149,48 @@ def _emit_pos(graph: fx.Graph, group_of: dict) -> dict[fx.Node, int]:
     return {n: pos[group_of[n].last] if n in group_of else i for n, i in pos.items()}
 
 
+def producer(t: fx.Node) -> fx.Node:
+    """The node whose kernel makes t: t, or the tuple-valued primitive (a max pool) t is item 0 of."""
+    if t.op == "call_function" and t.target is operator.getitem and isinstance(t.args[0], fx.Node):
+        return t.args[0]
+    return t
+
+
+def _reads(t: fx.Node) -> set[fx.Node]:
+    return {u for u in t.users if not (u.op == "call_function" and packet(u) in _NO_READ)}
+
+
+def _primitive_store(t: fx.Node, c: Chain, group_of: dict) -> bool:
+    """t is a primitive's output that its kernel can store along the chain's dim: the op registered
+    (`register_store`) and, for a tuple-valued one (a max pool's values and indices), t its item 0."""
+    p = producer(t)
+    if p in group_of or p.op != "call_function" or packet(p) not in STORES or not STORES[packet(p)](p, c.dim):
+        return False
+    if p is t:
+        return not isinstance(val(t), (tuple, list))
+    # its one item-0 node: the kernel stores one slice
+    return t.args[1] == 0 and all(u is t or u.args[1] != 0 for u in p.users)
+
+
 def _writable(t: fx.Node, c: Chain, group_of: dict) -> bool:
     """Whether t's kernel can store it into its slice: a convolution (the batch and channel strides of its output
-    are arguments, its spatial dims stay contiguous: a cat along dim 0 or 1) or a pointwise kernel (every
-    stride), t read by its chain's cats only, once in the buffer, in the buffer's dtype."""
+    are arguments, its spatial dims stay contiguous: a cat along dim 0 or 1), a matmul (batch and row strides:
+    any dim), a pointwise kernel (every stride) or a registered primitive (`register_store`: the pools), t read
+    by its chain's cats only, once in the buffer, in the buffer's dtype."""
+    if t.op != "call_function":
+        return False
     g = group_of.get(t)
-    if g is None or g.pattern is not None or t.op != "call_function":
+    if g is None:
+        if not _primitive_store(t, c, group_of):
+            return False
+    elif g.pattern is not None:
         return False
-    fam = families.of_group(g).name
-    if not (fam == "pointwise" or (fam == "conv" and c.dim <= 1)):
-        return False
+    else:
+        fam = families.of_group(g).name
+        if not (fam in ("pointwise", "matmul") or (fam == "conv" and c.dim <= 1)):
+            return False
     v, out = val(t), val(c.members[-1])
-    return (not set(t.users) - set(c.members) and c.flat.count(t) == 1 and dtype(t) == out.dtype
+    return (not _reads(t) - set(c.members) and c.flat.count(t) == 1 and dtype(t) == out.dtype
             and v.dim() == out.dim())
 
 
@@ -176,8 +223,8 @@ def direct_writes(graph: fx.Graph, chains: dict[fx.Node, Chain], group_of: dict)
             out[node] = Chain([node], _dim(node), {node: own}, flat=own)
     for c in {id(c): c for c in out.values()}.values():
         first = emit[c.members[0]]
-        for t in sorted((t for t in c.flat if _writable(t, c, group_of)), key=emit.__getitem__):
-            at = emit[t]
+        for t in sorted((t for t in c.flat if _writable(t, c, group_of)), key=lambda t: emit[producer(t)]):
+            at = emit[producer(t)]
             # the sizes along dim the kernel needs (t's own comes from its output shape)
             allocates = c.alloc is None and at < first
             need = [u for u in (c.flat if allocates else c.flat[:c.flat.index(t)]) if u is not t]
@@ -186,8 +233,15 @@ def direct_writes(graph: fx.Graph, chains: dict[fx.Node, Chain], group_of: dict)
                 c.direct[t] = Into(c, t, allocates, sizes)
                 if allocates:
                     c.alloc = t
-                group_of[t].into[t] = c.direct[t]
+                if t in group_of:
+                    group_of[t].into[t] = c.direct[t]
     return {n: c for n, c in out.items() if len(c.members) > 1 or c.direct}
+
+
+def primitive_into(chains: dict[fx.Node, Chain], group_of: dict) -> dict[fx.Node, Into]:
+    """primitive node -> the slice its kernel stores its (first) output into (`register_store`)."""
+    return {producer(t): into for c in {id(c): c for c in chains.values()}.values()
+            for t, into in c.direct.items() if t not in group_of}
 
 
 def _size(into: Into, u: fx.Node, names: dict[fx.Node, str], shape: str) -> str:
@@ -202,6 +256,20 @@ def _sum(terms: list[str]) -> str:
     return " + ".join([t for t in terms if not t.isdigit()] + ([str(ints)] if ints or not terms else [])) or "0"
 
 
+def slice_lines(into: Into, var: str, names: dict[fx.Node, str], shape: str) -> tuple[list[str], str]:
+    """(the buffer's allocation when this kernel runs first, or nothing; the line making `var` its slice of the
+    chain's buffer) for a kernel whose output shape is `shape` (a variable of the launch)."""
+    c, d, n = into.chain, into.chain.dim, into.node
+    buf = names[c.members[-1]]
+    alloc = []
+    if into.alloc:
+        total = _sum([_size(into, u, names, shape) for u in c.flat])
+        alloc.append(f"{buf} = torch.empty([*{shape}[:{d}], {total}, *{shape}[{d + 1}:]], "
+                     f"dtype={torch_dtype(dtype(n))}, device=dev)")
+    off = _sum([_size(into, u, names, shape) for u in c.flat[:c.flat.index(n)]])
+    return alloc, f"{var} = {buf}.narrow({d}, {off}, {shape}[{d}])  # its slice of the cat's buffer"
+
+
 def out_lines(outputs: list[fx.Node], names: dict[fx.Node, str], shape: str, into_of: dict) -> list[str]:
     """A kernel's output tensors (`shape`: its output shape, a variable of the launch): each a fresh buffer, or
     its slice of a cat chain's buffer (`into_of`: the group's `into`), allocated first when this kernel runs
@@ -212,14 +280,9 @@ def out_lines(outputs: list[fx.Node], names: dict[fx.Node, str], shape: str, int
         if into is None:
             views.append(f"{names[n]} = torch.empty({shape}, dtype={torch_dtype(dtype(n))}, device=dev)")
             continue
-        c, d = into.chain, into.chain.dim
-        buf = names[c.members[-1]]
-        if into.alloc:
-            total = _sum([_size(into, u, names, shape) for u in c.flat])
-            lines.append(f"{buf} = torch.empty([*{shape}[:{d}], {total}, *{shape}[{d + 1}:]], "
-                         f"dtype={torch_dtype(dtype(n))}, device=dev)")
-        off = _sum([_size(into, u, names, shape) for u in c.flat[:c.flat.index(n)]])
-        views.append(f"{names[n]} = {buf}.narrow({d}, {off}, {shape}[{d}])  # its slice of the cat's buffer")
+        alloc, view = slice_lines(into, names[n], names, shape)
+        lines += alloc
+        views.append(view)
     return lines + views
 
 

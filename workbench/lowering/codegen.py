@@ -194,6 +194,7 @@ class Emitter:
         self.tuple_vars: dict[fx.Node, list[str]] = {}
         self.outputs: list[str] = []
         self.cat_chains: dict[fx.Node, cat_chain.Chain] = {}
+        self.prim_into: dict[fx.Node, cat_chain.Into] = {}
 
     # -- names ---------------------------------------------------------------------------------
     def name(self, node: fx.Node) -> str:
@@ -243,9 +244,10 @@ class Emitter:
                     self.ops.append(name)
         group_of = partition(self.graph)
         used_outside = outside_users(self.graph, group_of)
-        # growing cats share one buffer; a convolution or pointwise kernel whose output only its chain's cats
-        # read stores it into its slice of that buffer instead of a copy kernel moving it there
+        # growing cats share one buffer; a convolution, matmul, pointwise or pool kernel whose output only its
+        # chain's cats read stores it into its slice of that buffer instead of a copy kernel moving it there
         self.cat_chains = cat_chain.direct_writes(self.graph, cat_chain.plan(self.graph, group_of), group_of)
+        self.prim_into = cat_chain.primitive_into(self.cat_chains, group_of)  # the pools' slices (not groups)
         last_of: dict[fx.Node, Group] = {g.last: g for g in group_of.values()}
         dev_set = False
         for node in self.graph.nodes:
@@ -351,7 +353,11 @@ class Emitter:
             return
         prim = primitives.lookup(p)
         if prim is not None:
-            _, launch = self.add_kernel(prim.prefix, lambda nm: prim.make(nm, node, self.names, self.expr))
+            into = self.prim_into.get(node)
+            kw = {} if into is None else {"into": into}  # its output stored into its slice of a cat's buffer
+            if into is not None:
+                self.name(into.chain.members[-1])
+            _, launch = self.add_kernel(prim.prefix, lambda nm: prim.make(nm, node, self.names, self.expr, **kw))
             self.tunables |= set(prim.tunables)
             if prim.tuple_out:
                 self.tuple_vars[node] = [f"{v}_{i}" for i in range(prim.n_out)]

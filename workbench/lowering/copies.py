@@ -2,15 +2,14 @@
 
 cat allocates its output (glue) and launches one strided copy per input into that input's slice of
 the output (a narrowed view: its data pointer carries the offset), casting to the output dtype on
-store; the cats of a chain (cat_chain.py: a dense block's growing cats) share one buffer and copy only
-their new inputs. constant_pad_nd is one kernel over the output: an element inside the (possibly cropped)
+store; the cats of a chain (cat_chain.py: a dense block's growing cats) share one buffer and copy (with
+`copy_source`, launched by `cat_chain.chain_cat_launch`) only their new inputs that no producer kernel stored
+in place. constant_pad_nd is one kernel over the output: an element inside the (possibly cropped)
 source is read through the source's strides, the others take the value. A graph output made only
 by full/zeros/ones/*_like/scalar_tensor (or any fill) is written by a fill kernel: torch would
 otherwise have done the whole work; the same allocations inside the graph stay glue (buffers).
 """
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import torch
 import torch.fx as fx
@@ -20,9 +19,6 @@ from workbench.lowering.gather import _kernel
 from workbench.lowering.glue import diag_view
 from workbench.lowering.graph import dtype, packet, val
 from workbench.lowering.primitives import Primitive, register
-
-if TYPE_CHECKING:
-    from workbench.lowering.cat_chain import Chain
 
 TUNABLES = ("BLOCK", "NUM_WARPS")
 # allocations with a value: glue inside the graph, a fill kernel when the node is a graph output
@@ -87,26 +83,6 @@ def cat_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tup
     for x in parts:
         launch += [f"_dv = {v}.narrow({dim}, _o, {x}.shape[{dim}])", *_copy_launch(name, "_dv", x),
                    f"_o = _o + {x}.shape[{dim}]"]
-    return copy_source(name, r), launch, set()
-
-
-def chain_cat_kernel(name: str, node: fx.Node, chain: Chain, names: dict[fx.Node, str],
-                     expr) -> tuple[str, list[str], set[str]]:  # noqa: ANN001
-    """A cat of a chain (cat_chain.py): the first allocates the chain's buffer (the last cat's output), each
-    copies the inputs its predecessor lacked after the filled prefix, and is that prefix (the last: all of it)."""
-    r, d = val(node).dim(), chain.dim
-    buf, v, fill = names[chain.members[-1]], names[node], f"_fill_{names[chain.members[-1]]}"
-    new = [names[t] for t in chain.new[node]]
-    launch = []
-    if node is chain.members[0]:
-        size = " + ".join([f"{x}.shape[{d}]" for x in new] + [str(chain.extra)])
-        launch += [f"{buf} = torch.empty([*{new[0]}.shape[:{d}], {size}, *{new[0]}.shape[{d + 1}:]], "
-                   f"dtype={torch_dtype(dtype(node))}, device=dev)", f"{fill} = 0"]
-    for x in new:
-        launch += [f"_dv = {buf}.narrow({d}, {fill}, {x}.shape[{d}])", *_copy_launch(name, "_dv", x),
-                   f"{fill} = {fill} + {x}.shape[{d}]"]
-    if node is not chain.members[-1]:
-        launch.append(f"{v} = {buf}.narrow({d}, 0, {fill})")
     return copy_source(name, r), launch, set()
 
 

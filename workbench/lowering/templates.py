@@ -881,14 +881,19 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
              f"        acc += tl.dot(a, b{prec})",
              "        a_ptrs += MM_BLOCK_K * a_sk",
              "        b_ptrs += MM_BLOCK_K * b_sk"]
-    epi = body.lines + store_lines(body, "pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]", "cmask")
+    # an output stored into its slice of a cat's buffer (cat_chain.py) has that buffer's batch and row strides;
+    # its columns stay contiguous (the buffer is, and a slice along any dim keeps the last stride 1)
+    strided = [j for j, n in enumerate(body.outputs) if n in group.into]
+    offs = [f"pid_b * out{j}_sb + rm[:, None].to(tl.int64) * out{j}_sm + rn[None, :]" if j in strided else
+            "pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]" for j in range(len(body.outputs))]
+    epi = body.lines + store_lines(body, offs, "cmask")
     lines += ["if PHASE == 1:", f"    tl.store(ws_ptr + {tile}, acc, mask=cmask)", "else:"] + indent(epi)
     r = 3 if batched else 2
     sig = ", ".join(["a_ptr", "b_ptr"] + [f"out{j}_ptr" for j in range(len(body.outputs))] +
                     [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))] +
                     ["M", "N", "K", "a_sb", "a_sm", "a_sk", "b_sb", "b_sk", "b_sn"] +
                     [f"in{k}_s{d}" for k in range(len(body.inputs)) for d in range(r)] +
-                    ["ws_ptr", "SPLIT_K", "K_CHUNK"] +
+                    [f"out{j}_s{d}" for j in strided for d in "bm"] + ["ws_ptr", "SPLIT_K", "K_CHUNK"] +
                     ["MM_BLOCK_M: tl.constexpr", "MM_BLOCK_N: tl.constexpr", "MM_BLOCK_K: tl.constexpr",
                      "MM_GROUP_M: tl.constexpr", "PHASE: tl.constexpr"] +
                     (["DOT_PREC: tl.constexpr"] if "DOT_PREC" in prec else []) +
@@ -905,12 +910,12 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
         launch += [f"_M, _K = {av}.shape", f"_N = {bv}.shape[1]", "_B = 1", "_shape = [_M, _N]",
                    f"_sa = (0, *{av}.stride())", f"_sb = (0, *{bv}.stride())"]
     outs = [names[n] for n in body.outputs]
-    launch += [f"{o} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
-               for o, n in zip(outs, body.outputs)]
+    launch += cat_chain.out_lines(body.outputs, names, "_shape", group.into)
     prep, ptrs, strd = _input_args(body, names, "_shape")
     launch += prep
     args = [av, bv] + outs + ptrs + [names[s] for s in body.scalars] + \
-        ["_M", "_N", "_K", "_sa[0]", "_sa[1]", "_sa[2]", "_sb[0]", "_sb[1]", "_sb[2]"] + strd
+        ["_M", "_N", "_K", "_sa[0]", "_sa[1]", "_sa[2]", "_sb[0]", "_sb[1]", "_sb[2]"] + strd + \
+        [f"*{outs[j]}.stride()[:2]" if batched else f"0, {outs[j]}.stride(0)" for j in strided]
     # a thin operand (a matrix-vector product, a batch-1 linear) gets a tile no wider than it needs
     launch += ["_bm = min(MM_BLOCK_M, max(16, triton.next_power_of_2(_M)))",
                "_bn = min(MM_BLOCK_N, max(16, triton.next_power_of_2(_N)))",
