@@ -16,7 +16,7 @@ def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def values(x):
-    return [float(v) for v in x.numpy()]
+    return [float(v) for v in x.cpu().numpy()]  # a device tensor has no numpy() of its own
 
 
 class ModelNew(nn.Module):

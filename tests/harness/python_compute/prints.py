@@ -19,8 +19,16 @@ def values(x):
     out = []
     for i in range(0, x.numel(), 512):  # under the printer's summary threshold (1000): every element shown
         text = str(x[i:i + 512]).replace("tensor(", "").replace("[", "").replace("]", "").replace(")", "")
-        out += [float(t) for t in text.replace("\n", " ").split(",") if t.strip()]
+        out += [float(t) for t in text.replace("\n", " ").split(",") if _number(t)]  # not "device='cuda:0'"
     return out
+
+
+def _number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class ModelNew(nn.Module):
