@@ -100,6 +100,12 @@ def main() -> None:
     ap.add_argument("--specs", help="folder for the generated specs (a temporary one by default)")
     args = ap.parse_args()
 
+    import torch
+
+    # one intra-op thread before write_specs runs OpInfo's samples here: a forked child that reaches an ATen
+    # kernel through FakeTensor's fallback (histogramdd) hung in GNU OpenMP's pool, which a parent that used it
+    # leaves dead in a fork (histogramdd's "timeout after 120 s" was this hang: 8.5 s lowered from a clean parent)
+    torch.set_num_threads(1)
     from workbench.suites.aten import write_specs
 
     folder = Path(args.specs or tempfile.mkdtemp(prefix="aten_specs_"))
