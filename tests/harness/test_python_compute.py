@@ -108,3 +108,29 @@ def test_values_read_into_python_are_counted_per_call_and_only_in_the_forward() 
             opcheck.STATE.depth -= 1
     assert rec.most_values == 0
     assert x.tolist()[:2] == [0.0, 1.0] and opcheck.STATE.recorder is None  # no recorder: nothing counted
+
+
+def test_each_output_may_be_sized_by_one_value_read() -> None:
+    """The bound grows by `VALUES_PER_OUTPUT` per output tensor (an ATen spec of 528 `unique` calls sizes each
+    of its outputs by one count), never by the values themselves."""
+    opcheck.install_host_read_counters()
+    x = torch.arange(200, dtype=torch.float32)
+    outputs = 100
+    allowed = opcheck.MAX_VALUES_PER_CALL + opcheck.VALUES_PER_OUTPUT * outputs
+    rec = opcheck.OpRecorder()
+    with rec:
+        for i in range(allowed):
+            int(x[i])
+    assert rec.python_compute(outputs) == [] and rec.python_compute(0)
+    with rec:
+        int(x[0])
+    assert rec.python_compute(outputs) == [f"python_compute:{allowed + 1}"]
+
+
+def test_a_forward_of_many_outputs_sized_by_counts_passes(harness: Harness) -> None:
+    """40 outputs, each sized by one count read on the host (past the constant alone): honest, as the
+    lowering's data-dependent ops are; `pads_outputs` (python_compute/) is the attack on this allowance."""
+    specs = HERE / "specs"
+    res = harness.evaluate(specs / "rows_by_count_spec.py", specs / "rows_by_count_candidate.py",
+                           **sized(harness.device, 1))
+    assert res.status == Status.PASSED, (res.status, res.error[:400], res.violations)

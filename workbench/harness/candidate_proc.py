@@ -207,6 +207,7 @@ class _CandidateRun:
         self.outbox: _outbox.Writer | None = None
         self.shared: Any = None
         self.trial_slot = 0   # slots in the order the reference laid them out: trials, then timed outputs
+        self.trial_outputs: int | None = None  # the fewest output tensors a judged trial returned
         self.timed_slot = int((job.outbox or {}).get("trial_slots", 0))
 
     def confine(self) -> None:
@@ -360,11 +361,21 @@ class _CandidateRun:
         self.msg["timings_s"]["import"] = time.perf_counter() - t0
         return model_new
 
-    def check_ops(self, rec: OpRecorder) -> None:
+    def reference_outputs(self, slot: int, out: Any) -> int:
+        """The output tensors a judged trial may size by a count each: the reference's, from the outbox it
+        laid out (`outbox.Layout`: one entry per output of that slot); without an outbox the trial's own,
+        which the judge compares with the reference's count, so padding fails the trial anyway."""
+        try:
+            return len(self.job.outbox["layout"]["slots"][slot])  # type: ignore[index]
+        except (TypeError, KeyError, IndexError):
+            return len(flatten_outputs(out))
+
+    def check_ops(self, rec: OpRecorder, outputs: int) -> None:
         self.all_ops.update(rec.ops)
         for op in rec.forbidden(self.allowed):
             _flag(self.guard, f"forbidden_torch_op:{op}")
-        for v in rec.python_compute():  # values read into Python per call (`opcheck.MAX_VALUES_PER_CALL`)
+        # values read into Python per call: a constant plus one per output tensor (`opcheck.VALUES_PER_OUTPUT`)
+        for v in rec.python_compute(outputs):
             _flag(self.guard, v)
 
     def trials(self, si: int, shape: dict[str, Any], model_new: type) -> Any:
@@ -398,7 +409,9 @@ class _CandidateRun:
             timings[key] = timings.get(key, 0.0) + time.perf_counter() - t1
             self.first_call = False
             guard.check_patches()
-            self.check_ops(rec)
+            outputs = self.reference_outputs(self.trial_slot, out)
+            self.trial_outputs = outputs if self.trial_outputs is None else min(self.trial_outputs, outputs)
+            self.check_ops(rec, outputs)
             for i, (a, b) in enumerate(zip(before, inputs)):
                 if not same_values(a, b):
                     _flag(guard, f"input_mutated:arg{i}")
@@ -452,4 +465,4 @@ class _CandidateRun:
         self.msg["timings_s"]["timing"] = time.perf_counter() - t2
         guard.check_patches()
         for rec in recs:
-            self.check_ops(rec)
+            self.check_ops(rec, self.trial_outputs or 0)  # the judged trials' count, not a timed call's own

@@ -12,8 +12,10 @@ values each forward call reads into Python: one per `_local_scalar_dense` (`item
 an index, a format), a tensor's element count per whole-tensor conversion (`HOST_READS`, wrapped on
 `torch.Tensor` before any candidate code exists). More than `MAX_VALUES_PER_CALL` in one call is the
 violation `python_compute:<n>`: a forward may read a size or a count (the lowering's data-dependent ops
-read one value each), not compute on its elements. The bound is a constant: nothing the candidate or its
-inputs decide moves it.
+read one value each), not compute on its elements. The bound is a constant plus one value per output tensor
+the forward returns (`VALUES_PER_OUTPUT`: an ATen spec of 528 `unique` calls returns at least 528 tensors and
+sizes each by one count); the output count is the reference's, since a forward returning another number of
+outputs is incorrect, so nothing the candidate or its inputs decide moves it.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ ALLOC_OPS = frozenset("empty empty_like empty_strided empty_permuted new_empty n
 # one per such op): a constant, so a forward computing on its elements in Python fails at any input size
 # past it. `memo_by_elements` (tests/harness/hostile) reads 16 and passes: keying on values is not compute.
 MAX_VALUES_PER_CALL = 32
+# ... plus this many per output tensor of the call (each output may be sized by a count read on the host)
+VALUES_PER_OUTPUT = 1
 # The one aten op that hands a tensor's value to Python (`item`, `float`, `int`, `bool`, `__index__`).
 SCALAR_OPS = frozenset({"_local_scalar_dense"})
 # Whole-tensor conversions to Python or NumPy that dispatch no aten op per element (or none at all): each
@@ -200,6 +204,8 @@ class OpRecorder(TorchDispatchMode):
     def forbidden(self, allowed: frozenset[str] | set[str] = frozenset()) -> list[str]:
         return sorted(op for op in self.ops if op not in GLUE_OPS and op not in allowed)
 
-    def python_compute(self) -> list[str]:
-        """`python_compute:<n>` when one call read more than `MAX_VALUES_PER_CALL` values into Python."""
-        return [f"python_compute:{self.most_values}"] if self.most_values > MAX_VALUES_PER_CALL else []
+    def python_compute(self, outputs: int = 0) -> list[str]:
+        """`python_compute:<n>` when one call read more than `MAX_VALUES_PER_CALL` values into Python, plus
+        `VALUES_PER_OUTPUT` per output tensor of a call (`outputs`: the judged trial's count)."""
+        bound = MAX_VALUES_PER_CALL + VALUES_PER_OUTPUT * max(0, int(outputs))
+        return [f"python_compute:{self.most_values}"] if self.most_values > bound else []
