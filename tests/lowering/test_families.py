@@ -15,11 +15,14 @@ from workbench.lowering.partition import partition
 SPECS = Path(__file__).parent / "specs"
 
 
-def test_the_five_fusion_families_are_registered_by_their_own_modules() -> None:
+def test_the_six_fusion_families_are_registered_by_their_own_modules() -> None:
     fams = {f.name: f for f in families.families()}
-    assert set(fams) == {"pointwise", "reduction", "matmul", "conv", "softmax"}
+    assert set(fams) == {"pointwise", "reduction", "matmul", "int_matmul", "conv", "softmax"}
     where = {name: f.make.__module__ for name, f in fams.items()}
     assert where["conv"] == "workbench.lowering.conv" and where["matmul"] == "workbench.lowering.templates"
+    assert where["int_matmul"] == "workbench.lowering.int_matmul"
+    names = [f.name for f in families.families()]
+    assert names.index("int_matmul") < names.index("matmul")  # integer operands claimed before the float family
     assert where["softmax"] == "workbench.lowering.softmax"
     assert fams["conv"].dot and fams["matmul"].dot and not fams["reduction"].dot
     assert "MM_PRECISION" in fams["conv"].tunables_for("ieee") and \
@@ -28,7 +31,11 @@ def test_the_five_fusion_families_are_registered_by_their_own_modules() -> None:
 
 def test_the_tuner_space_is_the_registered_one_in_merge_order() -> None:
     sp = tune.space()
-    assert list(sp)[-1] == "matmul" and list(sp)[0] == "pointwise"   # matmul's MM_PRECISION wins a merge
+    # matmul's MM_PRECISION wins a merge: no space registered after it names a tunable of its own
+    order = list(sp)
+    assert order[0] == "pointwise"
+    later = {name for space in order[order.index("matmul") + 1:] for name in sp[space][0]}
+    assert not later & set(sp["matmul"][0]), later
     assert {"conv", "depthwise", "reduction", "scan", "pool"} <= set(sp)
 
 
