@@ -25,7 +25,7 @@ from workbench.lowering.families import Family, Space, register_family, register
 from workbench.lowering.graph import dtype, packet, rank
 from workbench.lowering.partition import Group
 from workbench.lowering.primitives import register_tunables
-from workbench.lowering.templates import _input_args, indent
+from workbench.lowering.templates import _input_args, indent, mm_shape_lines
 
 INTS = frozenset({torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64})
 
@@ -92,13 +92,7 @@ def int_matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[f
            f'accumulator; epilogue: {", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     av, bv = names[a], names[b]
-    launch = []
-    if batched:
-        launch += [f"_B, _M, _K = {av}.shape", f"_N = {bv}.shape[2]", "_shape = [_B, _M, _N]",
-                   f"_sa = {av}.stride()", f"_sb = {bv}.stride()"]
-    else:
-        launch += [f"_M, _K = {av}.shape", f"_N = {bv}.shape[1]", "_B = 1", "_shape = [_M, _N]",
-                   f"_sa = (0, *{av}.stride())", f"_sb = (0, *{bv}.stride())"]
+    launch = mm_shape_lines(av, bv, batched)
     outs = [names[n] for n in body.outputs]
     launch += [f"{o} = torch.empty(_shape, dtype={torch_dtype(dtype(n))}, device=dev)"
                for o, n in zip(outs, body.outputs)]

@@ -44,6 +44,16 @@ def indent(lines: list[str], n: int = 4) -> list[str]:
     return [" " * n + ln for ln in lines]
 
 
+def mm_shape_lines(av: str, bv: str, batched: bool) -> list[str]:
+    """A (b)mm launch's sizes and operand strides (`_B, _M, _N, _K`, `_shape`, `_sa`, `_sb`; a 2-d mm as one
+    batch of stride 0), shared by the float and the integer matmul templates."""
+    if batched:
+        return [f"_B, _M, _K = {av}.shape", f"_N = {bv}.shape[2]", "_shape = [_B, _M, _N]",
+                f"_sa = {av}.stride()", f"_sb = {bv}.stride()"]
+    return [f"_M, _K = {av}.shape", f"_N = {bv}.shape[1]", "_B = 1", "_shape = [_M, _N]",
+            f"_sa = (0, *{av}.stride())", f"_sb = (0, *{bv}.stride())"]
+
+
 def _input_args(body: Body, names: dict[fx.Node, str], shape: str) -> tuple[list[str], list[str], list[str]]:
     """(prep lines, pointer args, stride args) for the body's external inputs broadcast to `shape`."""
     prep, ptrs, strides = [], [], []
@@ -902,13 +912,7 @@ def matmul_kernel(name: str, group: Group, mat: list[fx.Node], names: dict[fx.No
            f'{", ".join(n.name for n in group.nodes) or "none"}."""')
     src = "\n".join([f"@triton.jit\ndef {name}({sig}):", doc] + indent(lines)) + "\n"
     av, bv = names[a], names[b]
-    launch = []
-    if batched:
-        launch += [f"_B, _M, _K = {av}.shape", f"_N = {bv}.shape[2]", "_shape = [_B, _M, _N]",
-                   f"_sa = {av}.stride()", f"_sb = {bv}.stride()"]
-    else:
-        launch += [f"_M, _K = {av}.shape", f"_N = {bv}.shape[1]", "_B = 1", "_shape = [_M, _N]",
-                   f"_sa = (0, *{av}.stride())", f"_sb = (0, *{bv}.stride())"]
+    launch = mm_shape_lines(av, bv, batched)
     outs = [names[n] for n in body.outputs]
     launch += cat_chain.out_lines(body.outputs, names, "_shape", group.into)
     prep, ptrs, strd = _input_args(body, names, "_shape")
