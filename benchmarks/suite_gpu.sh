@@ -25,8 +25,9 @@ else
   how=(--run-id "$name")
 fi
 t0=$(date +%s)
-# HARD_S (optional): interrupt the run then (as Ctrl-C does: finished problems kept), so the tar below still runs
-env -u TRITON_INTERPRET ${HARD_S:+timeout -s INT $HARD_S} python3 -m workbench.cli suite "$suite" --run-dir .runs "${how[@]}" --stop-after "$secs" "$@" > "$OUT/$name.out" 2> "$OUT/$name.log"
+# HARD_S (optional): interrupt the run then (as Ctrl-C does: finished problems kept), so the tar below still runs;
+# killed 30 s later if it has not ended (the store keeps every finished problem either way)
+env -u TRITON_INTERPRET ${HARD_S:+timeout -s INT -k 30 $HARD_S} python3 -m workbench.cli suite "$suite" --run-dir .runs "${how[@]}" --stop-after "$secs" "$@" > "$OUT/$name.out" 2> "$OUT/$name.log"
 rc=$?
 echo "exit $rc after $(( $(date +%s) - t0 )) s" >> "$OUT/$name.out"
 tail -c 3000 "$OUT/$name.log"; cat "$OUT/$name.out"

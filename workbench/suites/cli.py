@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -111,7 +112,14 @@ def _main(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         print("workbench suite: interrupted; continue with --resume", file=sys.stderr)
-        return 130
+        # Exit now. The threads of problems still in flight would hold a normal exit (the interpreter joins
+        # them) until their searches end, minutes at published sizes, their evaluators restarting lost
+        # servers meanwhile; the runner's servers are closed already, and those problems' rows stay
+        # `running`, which --resume runs again. Finished problems are committed to the store as they end.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     nothing_ran = bool(run.problems) and ran(run.report) == 0
     if nothing_ran:  # first, in one line: a table of zeros would read as "slow", not "nothing ran"
         print(f"workbench suite: {run.report['headline']}", file=sys.stderr)
