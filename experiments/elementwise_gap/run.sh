@@ -4,12 +4,13 @@
 # BLOCK/NUM_WARPS points, alone on the machine. Usage: bash run.sh DEVICE OUTDIR [--set NAME=VALUE ...]
 set -uo pipefail
 dev=$1 out=$2; shift 2; extra=("$@"); mkdir -p "$out"
-for p in 19_ReLU 22_Tanh 28_HardSigmoid 21_Sigmoid 26_GELU_ 31_ELU; do
+for p in 19_ReLU 22_Tanh 28_HardSigmoid 21_Sigmoid 26_GELU_ 23_Softmax 36_RMSNorm_; do
   spec=.kernelbench/level1/$p.py
   python3 -m workbench.cli lower "$spec" "${extra[@]}" --out "$out/$p.py" 2>>"$out/lower.log" || { echo "$p lower failed"; continue; }
-  for cfg in 1024:4 4096:8; do
+  cfgs="1024:4 4096:8"; grep -q '^BLOCK = ' "$out/$p.py" || cfgs=draft:0
+  for cfg in $cfgs; do
     b=${cfg%:*} w=${cfg#*:}
-    sed -e "s/^BLOCK = .*/BLOCK = $b/" -e "s/^NUM_WARPS = .*/NUM_WARPS = $w/" "$out/$p.py" > "$out/${p}_b${b}_w$w.py"
+    sed -e "/^BLOCK = /s/.*/BLOCK = $b/" -e "/^NUM_WARPS = /s/.*/NUM_WARPS = $w/" "$out/$p.py" > "$out/${p}_b${b}_w$w.py"
     python3 -m workbench.cli eval "$spec" "$out/${p}_b${b}_w$w.py" --device "$dev" --json "${extra[@]}" \
       > "$out/${p}_b${b}_w$w.json" 2>>"$out/eval.log"
     python3 - "$out/${p}_b${b}_w$w.json" "$p" "$b" "$w" <<'PY'
