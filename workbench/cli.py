@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_verb(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # the time on every line: a long run's log (a suite on the GPU) says when each problem ended and where
+    # the evaluations stalled, not only in what order
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -478,7 +478,8 @@ def _process_age_s() -> float:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s harness-server: %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, datefmt="%H:%M:%S",
+                        format="%(asctime)s %(levelname)s harness-server: %(message)s")
     device = sys.argv[1] if len(sys.argv) > 1 else "cpu"
     # A one-shot server (`workbench eval`) answers one job: what only the candidate's process needs is imported
     # there, after the fork, while the reference prepares, not here on the command's critical path.
