@@ -3,8 +3,9 @@
 Core ATen spells `softmax(x, d)` as amax, sub, exp, sum, div and `log_softmax` as amax, sub, exp, sum, log, sub.
 Partitioned op by op that is four kernels reading the row four times (23_Softmax on the H200: 9006 us vs
 eager's 6239). Here the whole chain is one group: pass 1 keeps a running max and a sum rescaled to it per lane
-(Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018), pass 2 reads the row again and
-writes exp(x - max) / sum (or x - max - log(sum)) through the fused epilogue. Two reads, one write, as eager.
+(Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018) at one exp per element, pass 2
+reads the row again and writes exp(x - max) * (1 / sum) (or x - max - log(sum)) through the fused epilogue.
+Two reads, one write, as eager.
 """
 from __future__ import annotations
 
@@ -16,21 +17,29 @@ from workbench.lowering.families import Family, register_family
 from workbench.lowering.graph import dtype, rank
 from workbench.lowering.softmax_match import SoftmaxMatch
 
+# Pass 1 costs one exp per element. With d = v - m_i, one of exp(m_i - max(m_i, v)) and exp(v - max(m_i, v))
+# is exp(0) = 1 and the other exp(-|d|): a larger v rescales the sum (s * e + 1), a smaller one adds e. The
+# exps of both loops are exp2 of x * log2(e), which is what tl.exp computes, less the subnormal rescaling
+# that tl.exp's non-ftz ex2.approx.f32 costs ptxas (3 instructions an element; tl.exp2 is ex2.approx.ftz):
+# an exp below 2**-126 is 0, against a sum of at least 1 (pass 1) or an atol of 1e-4 or more (pass 2). The
+# running max starts at the lowest finite fp32, not -inf, so d is never -inf - -inf (nan): a lane that has
+# seen only -inf keeps m_i = -FLT_MAX and sum 0 (d = -inf, e = 0), and its exp(m_i - mx) * 0 adds 0 below
+# with no -inf test. A nan in the row makes d, e and the lane's sum nan and the row nan, as in eager, whether
+# tl.maximum drops the nan (max.f32 on the GPU) or keeps it (the interpreter); a +inf makes its lane's
+# exp(m_i - mx) = exp(inf - inf) nan, so the row is nan, as in eager.
 _PASS1 = [
-    "m_i = tl.full([RED_BLOCK_M, RED_BLOCK_N], -float(\"inf\"), tl.float32)",
+    "m_i = tl.full([RED_BLOCK_M, RED_BLOCK_N], -3.4028234663852886e38, tl.float32)",
     "s_i = tl.zeros([RED_BLOCK_M, RED_BLOCK_N], tl.float32)",
     "for n0 in range(0, N, RED_BLOCK_N):",
     "    cols = n0 + tl.arange(0, RED_BLOCK_N)",
     "    m = rmask[:, None] & (cols[None, :] < N)",
     "    v = tl.load(x_ptr + roff[:, None] + cols[None, :] * x_sn, mask=m, other=-float(\"inf\")).to(tl.float32)",
-    "    m_new = tl.maximum(m_i, v)",
-    "    # a lane that has seen only -inf keeps a zero sum (exp(-inf - -inf) would be nan)",
-    "    live = m_new != -float(\"inf\")",
-    "    s_i = tl.where(live, s_i * tl.exp(m_i - m_new) + tl.exp(v - m_new), s_i)",
-    "    s_i = tl.where(v != v, v, s_i)  # a nan in the row makes the row nan, as in eager",
-    "    m_i = m_new",
+    "    d = v - m_i",
+    "    e = tl.exp2(tl.abs(d) * -1.4426950408889634)  # exp(-|d|)",
+    "    s_i = tl.where(d > 0, s_i * e + 1.0, s_i + e)",
+    "    m_i = tl.maximum(m_i, v)",
     "mx = tl.max(m_i, axis=1)",
-    "s = tl.sum(tl.where(m_i == -float(\"inf\"), 0.0, s_i * tl.exp(m_i - mx[:, None])), axis=1)",
+    "s = tl.sum(s_i * tl.exp(m_i - mx[:, None]), axis=1)",
 ]
 _PASS2_HEAD = [
     "for n0 in range(0, N, RED_BLOCK_N):",
@@ -57,8 +66,16 @@ def softmax_kernel(name: str, group, mat: list[fx.Node], names: dict[fx.Node, st
                       "(rows[:, None] * 0 + cols[None, :] * 0)", {sm.out: y})
     body.outputs = ([sm.out] if sm.out in mat else []) + [n for n in mat if n is not sm.out]
     body.values[sm.out] = y  # type: ignore[attr-defined]
-    formula = "y = (v - mx[:, None]) - tl.log(s)[:, None]" if sm.log else "y = tl.exp(v - mx[:, None]) / s[:, None]"
-    lines = RED_ROWS + _PASS1 + _PASS2_HEAD + indent([formula] + body.lines + store_lines(body, "off", "m"))
+    # per row, once: log(s), or 1/s so that an element costs a multiply, not a division (`/` is div.full.f32,
+    # up to 2 ulp; 1/s rounded to nearest, then the multiply: within 1 ulp of the quotient); s = 0 (a row of
+    # -inf) gives 0 * inf = nan, as 0 / 0 did
+    if sm.log:
+        per_row, formula = "sm_ls = tl.log(s)", "y = (v - mx[:, None]) - sm_ls[:, None]"
+    else:
+        per_row = "sm_rs = tl.math.div_rn(1.0, s)"
+        formula = "y = tl.exp2((v - mx[:, None]) * 1.4426950408889634) * sm_rs[:, None]"
+    lines = RED_ROWS + _PASS1 + [per_row] + _PASS2_HEAD + indent([formula] + body.lines +
+                                                                  store_lines(body, "off", "m"))
     sig = ", ".join(["x_ptr"] + [f"out{j}_ptr" for j in range(len(body.outputs))] +
                     [f"in{k}_ptr" for k in range(len(body.inputs))] + [f"sc{k}" for k in range(len(body.scalars))] +
                     ["M", "N", "x_sm", "x_sn", "M2", "x_sm2"] +
