@@ -230,7 +230,9 @@ def _red_arg_lines(kind: str, tuple_out: bool, init: str, acc_tl: str, acc_dt, l
     red = "tl.max" if cmp == ">" else "tl.min"
     lines += [f"rv = {red}(best, axis=1)",
               "has_nan = tl.max((best != best).to(tl.int32), axis=1) > 0",
-              "hit = (best == rv[:, None]) | ((best != best) & has_nan[:, None])",
+              # a row with a nan names its first nan only (not a lane holding the finite extreme at a smaller
+              # index: masked.argmax's [3.6, nan, ..] gave 0, eager 1), whatever tl.max makes of the nan
+              "hit = tl.where(has_nan[:, None], best != best, best == rv[:, None])",
               "ri = tl.min(tl.where(hit, besti, N), axis=1)",
               "rv = tl.where(has_nan, float(\"nan\"), rv)" if acc_dt.is_floating_point else "rv = rv"]
     return lines
