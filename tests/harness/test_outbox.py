@@ -105,3 +105,24 @@ def test_sampling_starts_above_the_full_size_and_judged_outputs_are_bounded() ->
     assert outbox.sampled([("float32", (256, 1025))], full_mb=1.0)
     judge_mb = HarnessSettings().judge_mb
     assert outbox.judged_outputs(1, judge_mb) == 1000 and outbox.judged_outputs(2**40, judge_mb) == outbox.MIN_TIMED
+
+
+def test_a_layout_of_many_outputs_fits_one_message() -> None:
+    """A set of a thousand small outputs (OpInfo's int64 `unique`: 1,056 of them) judged in as many timed sets
+    as its bytes allow made a layout whose description the server refused (over `MAX_NESTED`): the timed sets
+    are bounded by the layout's entries too, and the description of the largest one still fits."""
+    import json
+
+    from workbench.harness.trusted_messages import MAX_NESTED
+
+    meta = [("int64", (3, 1, 2, 7, 1 + i % 5)) for i in range(1056)]
+    trial_slots = [meta] * 3
+    out_bytes = outbox.Layout.build([meta], [False]).total
+    judge_mb = HarnessSettings().judge_mb
+    assert outbox.judged_outputs(out_bytes, judge_mb) > 100  # by bytes alone: the 5 MB description
+    timed = outbox.judged_outputs(out_bytes, judge_mb, len(meta), sum(len(m) for m in trial_slots))
+    assert outbox.MIN_TIMED <= timed < 100
+    layout = outbox.Layout.build(trial_slots + [meta] * timed, [False] * (3 + timed))
+    assert len(json.dumps(layout.to_dict())) < MAX_NESTED
+    wide = [("float32", (1,))] * 40_000  # past the bound in one set: the minimum still, never zero
+    assert outbox.judged_outputs(4096 * len(wide), judge_mb, len(wide), 3 * len(wide)) == outbox.MIN_TIMED

@@ -44,12 +44,19 @@ FILE_NAME = "outbox.bin"
 MIN_TIMED = 2            # timed outputs judged however large they are (the first round always gives one)
 SAMPLE = 1 << 20         # random positions of a sampled output
 EDGE = 1 << 16           # and its first and last elements (tails are where masks go wrong)
+# Entries (one output of one slot) a layout may hold: its description travels in one `Prepared` message, whose
+# nested values are bounded (`trusted_messages.MAX_NESTED`, 4 MiB); an entry encodes in 30-60 bytes
+MAX_LAYOUT_ENTRIES = 1 << 15
 
 
-def judged_outputs(out_bytes: int, judge_mb: float) -> int:
+def judged_outputs(out_bytes: int, judge_mb: float, n_outputs: int = 1, other_entries: int = 0) -> int:
     """Timed outputs the judge reads: their bytes within `judge_mb` (`WB_JUDGE_MB`), at least `MIN_TIMED`, at
-    most 1000."""
-    return int(max(MIN_TIMED, min(1000, judge_mb * 2**20 // max(1, out_bytes))))
+    most 1000, and no more than the layout's entries allow beside `other_entries` (the trials' slots) when one
+    set of outputs is `n_outputs` tensors (OpInfo's `unique` in int64: 1,056 outputs of 4 KB pages, 130
+    timed sets by bytes, a 5 MB description the server refused as malformed)."""
+    by_bytes = judge_mb * 2**20 // max(1, out_bytes)
+    by_entries = (MAX_LAYOUT_ENTRIES - other_entries) // max(1, n_outputs)
+    return int(max(MIN_TIMED, min(1000, by_bytes, by_entries)))
 
 
 Meta = list[tuple[str, tuple[int, ...]]]  # one slot: (dtype name, shape) of each output

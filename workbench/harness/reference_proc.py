@@ -145,7 +145,8 @@ class _Reference:
                               for si in range(len(metas)) for t in range(self.plan.trials)]
         timed_sampled = _outbox.sampled(metas[self.timed], full_mb)
         out_bytes = _outbox.Layout.build([metas[self.timed]], [timed_sampled]).total
-        timed = _outbox.judged_outputs(out_bytes, self.settings.judge_mb)
+        timed = _outbox.judged_outputs(out_bytes, self.settings.judge_mb, len(metas[self.timed]),
+                                       sum(len(m) for m in trial_slots))
         layout = _outbox.Layout.build(trial_slots + [metas[self.timed]] * timed,
                                       [s is not None for s in self.trial_samples] + [timed_sampled] * timed)
         shared = self._share_device_memory(layout.total)
