@@ -30,9 +30,9 @@ def _rule(p: float) -> tuple[str, str, str, str]:
     if p == 0:
         return "0.0", "(a != 0).to(tl.float32)", "acc + t", "acc"
     if p == math.inf:
-        return "0.0", "a", "tl.maximum(acc, t)", "acc"
+        return "0.0", "a", "tl.maximum(acc, t, propagate_nan=tl.PropagateNan.ALL)", "acc"
     if p == -math.inf:
-        return 'float("inf")', "a", "tl.minimum(acc, t)", "acc"
+        return 'float("inf")', "a", "tl.minimum(acc, t, propagate_nan=tl.PropagateNan.ALL)", "acc"
     if p == 1:
         return "0.0", "a", "acc + t", "acc"
     if p == 2:
@@ -129,6 +129,8 @@ def dist_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) -> tu
             "a = tl.abs(u - w)", f"t = tl.where(mask, {term}, {ident})",
             f"acc = tl.zeros([BLOCK], tl.float32) + {ident}", f"acc = {comb}"]
     red = "tl.max(acc, 0)" if p == math.inf else "tl.min(acc, 0)" if p == -math.inf else "tl.sum(acc, 0)"
+    if p in (math.inf, -math.inf):  # a nan |d| makes eager's dist nan: tl.max/tl.min drop it (GPU, interpreter)
+        red = f'tl.where(tl.max((acc != acc).to(tl.int32), 0) > 0, float("nan"), {red})'
     part += [f"tl.store(part_ptr + tl.program_id(0) + tl.arange(0, 1), {red} + tl.zeros([1], tl.float32))"]
     fin_l = [f"acc = tl.zeros([BLOCK], tl.float32) + {ident}",
              "for k0 in range(0, nb, BLOCK):",

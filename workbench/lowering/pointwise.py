@@ -84,7 +84,24 @@ def _promote(vals: list[Val]) -> torch.dtype:
 
 
 # Helper functions emitted into the candidate when used: name -> source.
+# eager's max/min-like ops (relu, clamp, hardtanh, maximum, amax...) return nan for a nan operand: tl.maximum's
+# default (PropagateNan.NONE) is max.f32 on the GPU, which gives the *other* operand (the interpreter's
+# np.maximum propagates, so only the GPU showed it); PropagateNan.ALL is max.NaN.f32, one instruction too.
+# Integer operands ignore it.
+NANP = ", propagate_nan=tl.PropagateNan.ALL"
+
 HELPERS.update({  # the registry's table (workbench/lowering/primitives.py): one place for every helper
+    "_fmax": '''@triton.jit
+def _fmax(a, b):
+    # fmax: a nan operand gives the other (both nan: nan), on the GPU as on the interpreter (whose
+    # tl.maximum propagates nan, where the GPU's max.f32 drops it)
+    return tl.where(a != a, b, tl.where(b != b, a, tl.maximum(a, b)))
+''',
+    "_fmin": '''@triton.jit
+def _fmin(a, b):
+    # fmin: as _fmax
+    return tl.where(a != a, b, tl.where(b != b, a, tl.minimum(a, b)))
+''',
     "_rbf16": '''@triton.jit
 def _rbf16(x):
     # fp32 -> bf16 rounding to nearest even, done on the bits: Triton's interpreter truncates in
@@ -306,9 +323,9 @@ def _clamp(vals: list[Val], args: list[Any], c: torch.dtype, used: set[str]) -> 
     lo = vals[1] if len(vals) > 1 else Val("None", None)
     hi = vals[2] if len(vals) > 2 else Val("None", None)
     if lo.expr != "None":
-        x = f"tl.maximum({x}, {cast(lo, c)})"
+        x = f"tl.maximum({x}, {cast(lo, c)}{NANP})"
     if hi.expr != "None":
-        x = f"tl.minimum({x}, {cast(hi, c)})"
+        x = f"tl.minimum({x}, {cast(hi, c)}{NANP})"
     return x
 
 
@@ -507,16 +524,16 @@ POINTWISE: dict[str, Handler] = {
     "sigmoid": _fn("(1.0 / (1.0 + tl.exp(-{0})))"),
     "erf": _fn("tl.erf({0})"),
     "erfc": _fn("(1.0 - tl.erf({0}))"),
-    "relu": _fn("tl.maximum({0}, 0)"),
+    "relu": _fn("tl.maximum({0}, 0" + NANP + ")"),
     "gelu": _gelu,
     "pow": _pow,
-    "maximum": lambda v, a, c, u: f"tl.maximum({cast(v[0], c)}, {cast(v[1], c)})",
-    "minimum": lambda v, a, c, u: f"tl.minimum({cast(v[0], c)}, {cast(v[1], c)})",
-    "fmax": lambda v, a, c, u: f"tl.maximum({cast(v[0], c)}, {cast(v[1], c)})",
-    "fmin": lambda v, a, c, u: f"tl.minimum({cast(v[0], c)}, {cast(v[1], c)})",
+    "maximum": lambda v, a, c, u: f"tl.maximum({cast(v[0], c)}, {cast(v[1], c)}{NANP})",
+    "minimum": lambda v, a, c, u: f"tl.minimum({cast(v[0], c)}, {cast(v[1], c)}{NANP})",
+    "fmax": lambda v, a, c, u: f"{_h('_fmax', u)}({cast(v[0], c)}, {cast(v[1], c)})",
+    "fmin": lambda v, a, c, u: f"{_h('_fmin', u)}({cast(v[0], c)}, {cast(v[1], c)})",
     "clamp": _clamp,
-    "clamp_min": lambda v, a, c, u: f"tl.maximum({cast(v[0], c)}, {cast(v[1], c)})",
-    "clamp_max": lambda v, a, c, u: f"tl.minimum({cast(v[0], c)}, {cast(v[1], c)})",
+    "clamp_min": lambda v, a, c, u: f"tl.maximum({cast(v[0], c)}, {cast(v[1], c)}{NANP})",
+    "clamp_max": lambda v, a, c, u: f"tl.minimum({cast(v[0], c)}, {cast(v[1], c)}{NANP})",
     "where": _where,
     "eq": _cmp("=="), "ne": _cmp("!="), "lt": _cmp("<"), "le": _cmp("<="), "gt": _cmp(">"), "ge": _cmp(">="),
     "logical_and": _logical("&"), "logical_or": _logical("|"), "logical_xor": _logical("^"),

@@ -20,6 +20,7 @@ agree with it to a few fp32 ulps (tests/lowering/test_special.py).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -51,8 +52,28 @@ def _chbevl(var: str, y: str, coeffs: list[float]) -> list[str]:
     return out
 
 
+# a branch's argument clamped to its range (`tl.maximum(a, 8.0)`, then a tl.where on `a <= 8.0`): a nan must stay
+# nan through the clamp, or the branch a nan selects (no comparison holds) computes a finite value: the GPU's
+# max.f32 (tl.maximum's default) gives the constant for a nan (the interpreter's np.maximum hid it: i1e, the
+# scaled K0/K1, J0/J1/Y0/Y1 and airy_ai of nan were finite). PropagateNan.ALL is max.NaN.f32, one instruction.
+_CLAMP = re.compile(r"tl\.(maximum|minimum)\(([\w. -]+), (-?[\d.]+(?:e-?\d+)?)\)")
+
+
+def _nan_clamps(line: str) -> str:
+    while True:
+        new = _CLAMP.sub(r"tl.\1(\2, \3, propagate_nan=tl.PropagateNan.ALL)", line)
+        # a clamp nested in another (airy's min(max(x, lo), hi)): the inner one, marked, is a plain argument
+        new2 = re.sub(r"tl\.(maximum|minimum)\((tl\.(?:maximum|minimum)\([\w. -]+, -?[\d.]+, "
+                      r"propagate_nan=tl\.PropagateNan\.ALL\)), (-?[\d.]+)\)",
+                      r"tl.\1(\2, \3, propagate_nan=tl.PropagateNan.ALL)", new)
+        if new2 == line:
+            return line
+        line = new2
+
+
 def _fn(name: str, args: str, body: list[str], doc: str) -> str:
-    return "\n".join([f"@triton.jit\ndef {name}({args}):", f"    # {doc}"] + ["    " + ln for ln in body]) + "\n"
+    return "\n".join([f"@triton.jit\ndef {name}({args}):", f"    # {doc}"] +
+                     ["    " + _nan_clamps(ln) for ln in body]) + "\n"
 
 
 INF = 'float("inf")'

@@ -415,8 +415,10 @@ def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set
     lines += [f"accs{i} = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {(co_tl or [acc_tl] * len(co))[i]})"
               for i in range(len(co or []))]
     lines += _RED_LOOP + (load or [f"    v = {ld(init)}"])
-    lines += ["    acc = tl.where(m, tl.where(v != v, v, " + op + "), acc)  # nan propagates, as in torch"] \
-        if nanprop else [f"    acc = tl.where(m, {op}, acc)"]
+    if nanprop:  # nan propagates, as in torch: max.NaN.f32 on the GPU (the default max.f32 drops a nan
+        # operand, so a lane's nan was lost at its next finite value; the interpreter's np.maximum hid it)
+        op = op.replace("v)", "v, propagate_nan=tl.PropagateNan.ALL)")
+    lines += [f"    acc = tl.where(m, {op}, acc)"]
     # co-reductions (sums or means: no nan rule): their accumulators beside acc, their results rs0, rs1...
     for i, k in enumerate(co or []):
         sub = _RED_OP[k].replace("acc", f"accs{i}").replace("v", f"vs{i}")
@@ -425,8 +427,9 @@ def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set
     if kind == "prod":
         helpers.add("_mul_combine")
     if nanprop:
+        # tl.max/tl.min drop nan on the GPU (and on the interpreter: np.nanmax): a lane's nan is flagged
         return lines + ["has_nan = tl.max((acc != acc).to(tl.int32), axis=1) > 0",
-                        f"rv = tl.where(has_nan, float(\"nan\"), {_RED_FIN[kind]})"]
+                        f"rv = tl.where(has_nan, float(\"nan\"), {_RED_FIN[kind]})"] + fins
     return lines + [f"rv = {_RED_FIN[kind]}"] + fins
 
 
