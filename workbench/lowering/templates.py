@@ -415,9 +415,11 @@ def _red_plain_lines(kind: str, init: str, acc_tl: str, acc_dt, ld, helpers: set
     lines += [f"accs{i} = tl.full([RED_BLOCK_M, RED_BLOCK_N], {init}, {(co_tl or [acc_tl] * len(co))[i]})"
               for i in range(len(co or []))]
     lines += _RED_LOOP + (load or [f"    v = {ld(init)}"])
-    if nanprop:  # nan propagates, as in torch: max.NaN.f32 on the GPU (the default max.f32 drops a nan
-        # operand, so a lane's nan was lost at its next finite value; the interpreter's np.maximum hid it)
-        op = op.replace("v)", "v, propagate_nan=tl.PropagateNan.ALL)")
+    if nanprop:  # nan propagates, as in torch: the default max.f32 drops a nan operand on the GPU (a lane's nan
+        # was lost at its next finite value; the interpreter's np.maximum hid it); acc + v is nan when either is.
+        # Spelled with wheres, not propagate_nan=ALL: ptxas unrolled that loop 4x, and 95_CrossEntropyLoss's split
+        # amax kernel spilled 8 bytes (tests/lowering/test_row_gather.py)
+        op = f"tl.where((acc != acc) | (v != v), acc + v, {op})"
     lines += [f"    acc = tl.where(m, {op}, acc)"]
     # co-reductions (sums or means: no nan rule): their accumulators beside acc, their results rs0, rs1...
     for i, k in enumerate(co or []):
