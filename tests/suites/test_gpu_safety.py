@@ -197,15 +197,13 @@ def test_a_named_run_resumes_by_its_name_and_a_taken_name_is_refused(tmp_path):
     assert again.report["complete"] and again.report["levels"]["1"]["correct"] == 2
 
 
-def test_the_harness_holds_the_device_clock_only_for_its_timed_windows(tmp_path, monkeypatch):
-    """Every timed window of the harness (the baseline's rounds, the candidate's) holds the one clock per GPU
-    (`platforms.clock`; on the CPU only with WB_CLOCK_CPU=1, as here): while another process holds it, an
-    evaluation gets as far as its timing and waits there; once released, it finishes and says how long it
-    waited. The suite's torch.compile baselines hold the same clock."""
+def _evaluate_beside(tmp_path, monkeypatch, hold):
+    """An evaluation of vector_add started while this process holds the CPU's clock (`hold`, a context
+    manager of `platforms.clock`; WB_CLOCK_CPU=1 makes it a real lock) for 20 s: the result and the seconds
+    from the hold's start."""
     import threading
     import time
 
-    from platforms.clock import device_clock
     from workbench.harness import Harness
 
     monkeypatch.setenv("WB_CLOCK_DIR", str(tmp_path))
@@ -214,20 +212,38 @@ def test_the_harness_holds_the_device_clock_only_for_its_timed_windows(tmp_path,
     out: dict = {}
     with Harness(device="cpu") as h:
         h.start()
-        hold = 20.0
-        with device_clock("cpu"):
+        with hold("cpu"):
             t0 = time.monotonic()
             worker = threading.Thread(target=lambda: out.update(res=h.evaluate(spec, spec.parent / "candidate.py",
                                                                                  trials=1)))
             worker.start()
-            worker.join(hold)
+            worker.join(20.0)
             assert worker.is_alive(), "the evaluation finished while another process held the clock"
         worker.join(300)
     res = out["res"]
     assert res.passed, res.error
-    waited = res.timings_s["clock_wait"]
-    # it reached its first timed window well before the hold ended and waited there for the rest
-    assert 3.0 < waited < time.monotonic() - t0, res.timings_s
-    assert res.timings_s["compile_and_first_call"] > 0  # its untimed phases ran outside the hold or after it
+    return res, time.monotonic() - t0
+
+
+def test_a_timed_window_waits_for_other_evaluations_untimed_gpu_work(tmp_path, monkeypatch):
+    """Another process's untimed GPU work (`device_busy`: another evaluation's input generation, trials,
+    judging) holds the clock shared: an evaluation runs its own untimed steps beside it, gets as far as its
+    first timed window (the baseline's rounds) and waits there until the other leaves."""
+    from platforms.clock import device_busy
+
+    res, since = _evaluate_beside(tmp_path, monkeypatch, device_busy)
+    assert res.timings_s["busy_wait"] < 3.0, res.timings_s  # its untimed steps did not wait
+    assert 3.0 < res.timings_s["clock_wait"] < since, res.timings_s  # its timed window did, for the rest
+
+
+def test_no_evaluation_step_runs_during_another_timed_window(tmp_path, monkeypatch):
+    """Another process's timed window (`device_clock`, exclusive: a harness's rounds or a compile baseline)
+    holds off every step of an evaluation that touches the device: it waits before its first, and its own
+    windows, opened after, wait for nothing."""
+    from platforms.clock import device_clock
+
+    res, since = _evaluate_beside(tmp_path, monkeypatch, device_clock)
+    assert 3.0 < res.timings_s["busy_wait"] < since, res.timings_s
+    assert res.timings_s["clock_wait"] < 3.0, res.timings_s
 
 

@@ -12,6 +12,11 @@ For every job:
 5. the candidate's namespace and every process of its uid are killed;
 6. the reference process judges the outputs the candidate left in its sandbox, on the same inputs.
 
+Steps 1 to 6 hold the GPU's clock shared (`platforms.clock.device_busy`) and the timed windows of steps 3
+and 4 hold it exclusive: no other evaluation's GPU work (input generation, reference runs, candidate trials,
+judging) runs during a timed window, and no candidate code runs anywhere outside its server's hold (its
+process lives from step 4 to step 5).
+
 The processes themselves (forked ahead, killed, reaped) are the fork server's (`server.py`); what runs in
 them is `reference_proc.py` and `candidate_proc.py`.
 """
@@ -25,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from platforms.clock import device_clock
+from platforms.clock import device_busy, device_clock
 from workbench.harness import graph_audit as _graph_audit
 from workbench.harness import messages as _messages
 from workbench.harness import outbox as _outbox
@@ -86,7 +91,9 @@ def run_steps(server: Server, job: EvalRequest, res: JobResult, ref: Link, cand:
     """The job's numbered steps (the module's docstring); any step may end it with `_End`."""
     run = _JobRun(server, job, res, ref, cand, stage, sandbox, timeout)
     try:
-        return _steps(run, cand, res, t0)
+        with device_busy(server.device) as waited:  # the untimed GPU work waits for, and holds off, timed windows
+            res.timings_s["busy_wait"] = round(waited, 3)
+            return _steps(run, cand, res, t0)
     finally:
         for fd in (run.dev_fd, run.inputs_fd):  # the job ended before the candidate got it
             if fd >= 0:
