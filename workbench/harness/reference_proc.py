@@ -23,6 +23,7 @@ from workbench.harness import outfile as _outfile
 from workbench.harness import plan as _plan
 from workbench.harness import rounds as _rounds
 from workbench.harness import safeio as _safeio
+from workbench.harness import vary as _vary
 from workbench.harness.channel import Channel
 from workbench.harness.compare import compare_outputs, flatten_outputs
 from workbench.harness.input_cache import InputCache
@@ -65,6 +66,8 @@ class _Reference:
         self.models: dict[int, Any] = {}
         self._devgen: bool | None = None
         self._constant: list[Any] | None = None  # the set every seed makes, when `get_inputs()` ignores the seed
+        self._seed_free = False  # `get_inputs()` ignores the seed: timed sets are varied (`vary.py`)
+        self._vary_dirs: list[int] | None = None
         self.devgen_off = ""  # why the inputs are staged rather than made on the device, when they are
         self.cache_timed = False  # the candidate's timed sets went through the input cache
         self.arena: _outbox.Arena | None = None
@@ -84,6 +87,7 @@ class _Reference:
             init = _plan.build_init_inputs(self.spec, self.plan.model_seed(si), "cpu")
             torch.save(init, self.stage / f"init_{si}.pt")
             trials: list[Any] = []
+            prints = []  # the timed shape's trials' fingerprints: equal from two seeds, the seed is ignored
             for t in range(self.plan.trials):
                 seed = self.plan.trial_seed(si, t)
                 if devgen:  # made again into the shared shelf when the candidate asks: no seed, no file for it
@@ -107,6 +111,17 @@ class _Reference:
                     self.host[(si, t)] = inputs
                 if si == self.timed:
                     set_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+                    if len(prints) < 2:
+                        prints.append(_vary.fingerprint(inputs))
+                del inputs
+            if si == self.timed:
+                while len(prints) < 2:  # one trial: one more set, from another seed
+                    seed = self.plan.timing_seed(len(prints))
+                    other = _plan.generate_on(self.spec, seed, self.device) if devgen else \
+                        _plan.build_inputs(self.spec, seed, "cpu")
+                    prints.append(_vary.fingerprint(other))
+                    del other
+                self._seed_free = prints[0] == prints[1]
             shapes.append({"name": name, "init": f"init_{si}.pt", "trials": trials,
                            "model_seed": self.plan.model_seed(si), "over": over,
                            "inputs": self.layouts[si].to_dict() if devgen else None})
@@ -252,10 +267,22 @@ class _Reference:
 
     def _timed_set(self, seed: int) -> list[Any]:
         """The timed shape's set of `seed` made on the device: `get_inputs()` under the seed, or a copy of the
-        constant set (`_keep_if_constant`), whose values are the same whatever the seed."""
+        constant set (`_keep_if_constant`), whose values are the same whatever the seed; varied by the seed
+        when the spec ignores it (`_fresh`)."""
         if self._constant is not None:
+            if self._seed_free:  # the scaled tensors are new buffers already: no clone first
+                return self._fresh(list(self._constant), seed)
             return [x.clone() if isinstance(x, torch.Tensor) else x for x in self._constant]
-        return _plan.generate_on(self.spec, seed, self.device)
+        return self._fresh(_plan.generate_on(self.spec, seed, self.device), seed)
+
+    def _fresh(self, inputs: list[Any], seed: int) -> list[Any]:
+        """A timed set as it is, or, when `get_inputs()` ignores the seed, its floating tensors scaled by
+        factors drawn from `seed` (`vary.py`): no two timed calls see the same values."""
+        if not self._seed_free:
+            return inputs
+        if self._vary_dirs is None:  # the same values every time: decided once, from the first set
+            self._vary_dirs = _vary.directions(inputs)
+        return _vary.vary(inputs, seed, self._vary_dirs)
 
     def _can_share(self) -> bool:
         """Whether this process can share memory with the candidate's (a socket to pass it over; on the GPU a
@@ -316,7 +343,8 @@ class _Reference:
         _plan.apply_shape(self.spec, self.base, self.plan.shapes[self.timed][1])
         if self._device_generation():
             return [self._timed_set(s) for s in seeds]
-        return [_plan.build_inputs(self.spec, s, "cpu", self.icache if cache else None) for s in seeds]
+        return [self._fresh(_plan.build_inputs(self.spec, s, "cpu", self.icache if cache else None), s)
+                for s in seeds]
 
     def baseline(self, chan: Channel) -> None:
         model = self.model(self.timed)

@@ -1,0 +1,38 @@
+"""Computes once and returns that output on every later call: right only while the inputs never change.
+EXPECT status=incorrect"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_SEEN = {}
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, i_ptr, o_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    j = tl.load(i_ptr + offs, mask=m, other=0)
+    g = tl.load(x_ptr + (offs // cols) * cols + j, mask=m, other=0.0)
+    tl.store(o_ptr + offs, tl.exp(x) + tl.log(y + tl.sqrt(y * y - 1.0)) + g, mask=m)
+
+
+@triton.jit
+def _touch(o_ptr):
+    tl.store(o_ptr, tl.load(o_ptr))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y, idx):
+        key = tuple(x.shape)
+        if key in _SEEN:
+            out = _SEEN[key]
+            _touch[(1,)](out)
+            return out
+        out = torch.empty_like(x)
+        n = x.numel()
+        _k[(triton.cdiv(n, 1024),)](x, y, idx, out, n, x.shape[1], BLOCK=1024)
+        _SEEN[key] = out
+        return out
