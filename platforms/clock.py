@@ -58,10 +58,17 @@ class _Hold:
 _holds: dict[Path, _Hold] = {}
 
 
+def clock_gate_path(path: Path) -> Path:
+    """The clock's own gate, never the memory lock's (`device_memory`): a job waiting to hold the memory alone
+    holds that gate until every other job has left, and those jobs open and close timed windows on the way
+    (one shared gate deadlocked the first GPU run of the readers-writer clock, 2026-12-07)."""
+    return path.with_name(path.name + ".gate")
+
+
 def _gated_flock(path: Path, fd: int, mode: int) -> None:
     """`flock(fd, mode)` taken through `path`'s gate: while one process waits for the exclusive lock it holds
     the gate, so later shared requests queue behind it instead of renewing the shared hold forever."""
-    gate = os.open(path.with_suffix(".gate"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    gate = os.open(clock_gate_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:

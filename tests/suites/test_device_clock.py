@@ -14,10 +14,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 # argv: a plan of steps, each "s<seconds>" (hold shared that long), "x<seconds>" (exclusive) or
 # "sx<a>,<b>" (shared a seconds, then a timed window of b seconds inside the shared hold, then shared again
-# for a). Prints "<step> <t_start> <waited>" when each hold is taken and "<step> end <t>" when it ends.
+# for a), "m<seconds>"/"M<seconds>" (the memory lock shared/exclusive). Prints "<step> <t_start> <waited>"
+# when each hold is taken and "<step> end <t>" when it ends.
 HOLDER = """
 import sys, time
-from platforms.clock import device_busy, device_clock
+from platforms.clock import device_busy, device_clock, device_memory
 print("asking", flush=True)
 for step in sys.argv[1:]:
     if step.startswith("sx"):
@@ -31,7 +32,8 @@ for step in sys.argv[1:]:
             print(f"{step}:after {time.time():.3f}", flush=True)
             time.sleep(a)
     else:
-        hold = device_clock if step[0] == "x" else device_busy
+        hold = {"x": device_clock, "s": device_busy, "m": device_memory,
+                "M": lambda d: device_memory(d, exclusive=True)}[step[0]]
         with hold("cpu") as w:
             print(f"{step} {time.time():.3f} {w:.3f}", flush=True)
             time.sleep(float(step[1:]))
@@ -130,3 +132,56 @@ def test_holds_nest_within_a_process(tmp_path, monkeypatch):
     other = _start(tmp_path, "x0.0")
     got = _events(other)
     assert got["x0.0:end"] - got["x0.0"] < 0.5
+
+
+def test_a_job_waiting_for_the_memory_alone_holds_off_no_timed_window(tmp_path):
+    """The memory lock's gate is its own: while a job waits to hold the device's memory exclusive (behind
+    another job's shared hold), the jobs already running still open and close their timed windows, which
+    take the clock's gate (one gate for both deadlocked the first GPU run: each side waited for the other)."""
+    running = _start(tmp_path, "m3.0")
+    time.sleep(0.3)
+    alone = _start(tmp_path, "M0.1")  # waits for `running`, holding the memory lock's gate
+    time.sleep(0.5)
+    job = _start(tmp_path, "sx0.1,0.1", "x0.1")  # a running job's untimed step, its window, another window
+    ej, er, ea = _events(job), _events(running), _events(alone)
+    assert ej["x0.1:end"] < er["m3.0:end"] - 1.0, (ej, er)  # done well before the memory was free
+    assert ea["M0.1"] >= er["m3.0:end"] - 0.05, (er, ea)
+
+
+JOBS = """
+import sys, time, random
+from platforms.clock import device_busy, device_clock, device_memory
+rng = random.Random(int(sys.argv[1]))
+for j in range(int(sys.argv[2])):
+    with device_memory("cpu", exclusive=rng.random() < 0.15):  # a job; now and then one that needs it alone
+        with device_busy("cpu"):
+            time.sleep(rng.random() * 0.05)
+            with device_clock("cpu"):  # the baseline's window
+                time.sleep(rng.random() * 0.02)
+            time.sleep(rng.random() * 0.05)
+            with device_clock("cpu"):  # the candidate's
+                time.sleep(rng.random() * 0.02)
+            time.sleep(rng.random() * 0.03)
+    if rng.random() < 0.3:  # a compile baseline: its inputs shared, its compile outside, its window
+        with device_memory("cpu"):
+            with device_busy("cpu"):
+                time.sleep(0.01)
+            time.sleep(rng.random() * 0.05)
+            with device_clock("cpu"):
+                time.sleep(0.01)
+print("done", flush=True)
+"""
+
+
+def test_jobs_and_compile_baselines_of_eight_servers_all_finish(tmp_path):
+    """Eight processes, each a server's jobs (memory shared or, now and then, exclusive; untimed steps and two
+    windows inside) and compile baselines, with random lengths: every one finishes (with the two locks on one
+    gate every run deadlocked within seconds)."""
+    procs = [subprocess.Popen([sys.executable, "-c", JOBS, str(i), "15"], stdout=subprocess.PIPE, text=True,
+                              env=_env(tmp_path)) for i in range(8)]
+    try:
+        outs = [p.communicate(timeout=90)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert all(o.strip() == "done" for o in outs), outs
