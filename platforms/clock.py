@@ -20,7 +20,9 @@ always taken first (outside), the clock inside, and no clock holder ever waits o
 On the CPU (the interpreter, where times rank nothing) both are no-ops unless `WB_CLOCK_CPU=1`. The lock
 file's folder: `WB_CLOCK_DIR` (default the system's temp folder); its name carries the uid and the device's
 index, so unrelated users and GPUs do not wait on each other. One thread per process takes it (the harness
-server, a compile baseline's child): the holds are counted per process, not per thread.
+server, a compile baseline's child): the holds are counted per process, not per thread. `WB_CLOCK_SHARED=off`
+turns the shared holds off (timed windows then exclude only each other, as before 2026-12-07): a way out
+should they ever stall a run, at the price of ratios taken beside other evaluations' GPU work.
 """
 from __future__ import annotations
 
@@ -142,7 +144,7 @@ def device_busy(device: str, index: int = 0) -> Iterator[float]:
     """Hold `device`'s clock shared for the body (untimed GPU work: it waits while a timed window runs and
     keeps new windows from opening); yields the seconds spent waiting. A no-op on the CPU unless
     `WB_CLOCK_CPU=1`, and within this process's own hold of either kind."""
-    if not _active(device):
+    if not _active(device) or os.environ.get("WB_CLOCK_SHARED") == "off":
         yield 0.0
         return
     path = lock_path(device, index)

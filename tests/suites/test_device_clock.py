@@ -185,3 +185,19 @@ def test_jobs_and_compile_baselines_of_eight_servers_all_finish(tmp_path):
         for p in procs:
             p.kill()
     assert all(o.strip() == "done" for o in outs), outs
+
+
+def test_shared_holds_can_be_turned_off(tmp_path, monkeypatch):
+    """`WB_CLOCK_SHARED=off`: untimed work no longer waits for a window (the way out, should one stall)."""
+    from platforms import clock
+
+    window = _start(tmp_path, "x1.5")
+    assert window.stdout.readline().startswith("x1.5 ")  # it holds the window now
+    monkeypatch.setenv("WB_CLOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("WB_CLOCK_CPU", "1")
+    monkeypatch.setenv("WB_CLOCK_SHARED", "off")
+    t0 = time.time()
+    with clock.device_busy("cpu") as waited:
+        assert waited == 0.0
+    assert time.time() - t0 < 0.5
+    _events(window)
