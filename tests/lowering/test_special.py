@@ -51,10 +51,12 @@ POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomi
          "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
          "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
          "legendre_polynomial_p"]
-# x over [-2, 2] with the special points 0, 1, -1; n from -2 to 13 (the trig forms start at 5, 7 or 9), a nan
-POLY_IN = ("torch.cat([torch.rand(29) * 4 - 2, torch.tensor([0.0, 1.0, -1.0, 0.5, 1.0, -1.0, 0.3])]).to(DT), "
+# x over [-2, 2] with the special points 0, 1, -1; n from -2 to 13 (the trig forms start at 5, 7 or 9), degrees
+# torch casts to int64 on the way in (truncated: 2.7, -1.5, 7.9; nan and +-inf, which x86's cast makes INT64_MIN)
+POLY_IN = ("torch.cat([torch.rand(29) * 4 - 2, torch.tensor([0.0, 1.0, -1.0, 0.5, 1.0, -1.0, 0.3, 0.4, -0.6, 0.2, "
+           "-1.0, 0.9])]).to(DT), "
            "torch.cat([torch.randint(-2, 14, (29,)).float(), torch.tensor([12.0, 11.0, 10.0, 3.0, 0.0, 1.0, "
-           "float('nan')])]).to(DT)")
+           "float('nan'), float('inf'), -float('inf'), 2.7, -1.5, 7.9])]).to(DT)")
 POLY_CASES = {p: ("x, n", f"torch.special.{p}(x, n), torch.special.{p}(x[:3, None], n[None, :5]), "
                   f"torch.special.{p}(x, 4)", POLY_IN) for p in POLYS}
 

@@ -475,7 +475,7 @@ _HYPOT = _fn("_sp_hypot", "a, b", [
 _ANGLE = _fn("_sp_angle", "x", [f"return tl.where(x != x, x, tl.where(x < 0, {PI}, 0.0))"],
              "angle of a real number: pi below 0, else 0; nan stays")
 for _op in POLYS:
-    # the recurrence runs n - 1 steps at most (n > 128 Hermite lanes are nan, not run); nan n counts as -1
+    # the recurrence runs n - 1 steps at most (n > 128 Hermite lanes are nan, not run); a degree is an int64 by then
     OPS[_op] = Op(f"_sp_{_op.removeprefix('special_')}", 2, "tl.minimum(b, 129.0)" if "hermite" in _op else
                   "tl.minimum(b, 1.0e6)")
 
@@ -536,9 +536,11 @@ def special_kernel(name: str, node: fx.Node, names: dict[fx.Node, str], expr) ->
     L = ["offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n", *loads]
     call = ", ".join(letters)
     if op.bound:
-        # nan degrees count as -1 (torch's hermite wrapper; the int cast of nan elsewhere is undefined)
+        # The degree as torch takes it, `static_cast<int64_t>(n)`, done by the device's own conversion: truncated;
+        # nan and +-inf become INT64_MIN on the CPU (x86; numpy's cast in the interpreter, and the CPU hermite_h's
+        # -1 gives the same 0), and 0 / +-INT64_MAX on the GPU (PTX cvt.rzi, as CUDA eager's jiterator code).
         if op.arity == 2 and op.helper != "_sp_zeta":
-            L.append("b = tl.where(b != b, -1.0, tl.where(b >= 0, tl.floor(b), tl.ceil(b)))")
+            L.append("b = b.to(tl.int64).to(tl.float32)")
         L.append(f"nb = tl.max(tl.where(mask, {op.bound}, 0.0), axis=0).to(tl.int32)")
         call += ", nb"
     L.append(f"r = {op.helper}({call})")
