@@ -73,6 +73,8 @@ def _fake_reference() -> Any:
     class Fake:
         spec, device, plan = None, "cpu", Plan()
         _constant = None
+        _seed_free, _vary_dirs = False, None
+        _fresh = reference_proc._Reference._fresh
 
     return Fake()
 
@@ -96,6 +98,12 @@ def test_a_set_every_seed_makes_alike_is_kept_and_copied(monkeypatch: pytest.Mon
     assert reference_proc._same_set(got, base)
     if kept:  # a copy in buffers of its own, never the kept set itself
         assert got[0].data_ptr() != ref._constant[0].data_ptr()
+        # and where the spec ignores the seed (`prepare` found so), each seed's copy is varied (`vary.py`): the
+        # floating tensor scaled, the integer one and the scalars as they were, the same seed the same set
+        ref._seed_free = True
+        a, b, c = (reference_proc._Reference._timed_set(ref, s) for s in (7, 7, 8))
+        assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0]) and not torch.equal(a[0], base[0])
+        assert torch.equal(a[1], base[1]) and a[2:] == base[2:]
 
 
 def test_same_set_tells_dtype_strides_scalars_and_nan() -> None:
