@@ -12,9 +12,22 @@ BUDGET = "40"
 EXIT_BOUND_S = 25.0
 
 
+def _wide_seed(folder):
+    """The seed with a tuning space of 40 points (kb_folder's has 4: its search ended after 4 evaluations, in
+    about the 10 s this test waits, and the problem was done before the interrupt on a quicker machine)."""
+    path = folder / "1_Add.py"
+    src = path.read_text()
+    assert 'TUNABLES = {"BLOCK": [256, 512, 1024, 2048]}' in src and "BLOCK=BLOCK)" in src
+    path.write_text(src.replace('TUNABLES = {"BLOCK": [256, 512, 1024, 2048]}',
+                                'TUNABLES = {"BLOCK": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], '
+                                '"NUM_WARPS": [1, 2, 4, 8]}\nNUM_WARPS = 4')
+                    .replace("BLOCK=BLOCK)", "BLOCK=BLOCK, num_warps=NUM_WARPS)"))
+
+
 def test_ctrl_c_ends_the_run_at_once_and_keeps_the_problem_in_flight(tmp_path):
     root = write_problems(tmp_path / "kb", ["1_Add"])
     seeds = write_candidates(tmp_path / "seeds", ["1_Add"])
+    _wide_seed(seeds)
     runs = tmp_path / "runs"
     proc = suite(["--root", str(root), "--levels", "1", "--draft", "none", "--seed-dir", str(seeds), "--device", "cpu",
                   "--run-dir", str(runs), "--trials", "1", "--budget", BUDGET, "--no-progress"])
